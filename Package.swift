@@ -1,0 +1,59 @@
+// swift-tools-version: 6.1
+//
+// Sofa: an embedded document store with map/reduce views.
+//
+// Targets, bottom up (DESIGN.md §1):
+//   CLZ4, CICU     system libraries (liblz4, ICU), found with pkg-config
+//   CSofaICU       C wrapper around ICU's collator; its header has no ICU types (see TOOLCHAIN notes in README)
+//   CSofaCRC       CRC32C (hardware instruction when present, table otherwise)
+//   SofaStorage    the append-only file and the copy-on-write B+tree
+//   Sofa           JSON, collation, documents, views, queries and the public API
+//   sofa           the command-line tool (tools/sofa)
+import PackageDescription
+
+let releaseTuning: [SwiftSetting] = [
+    .unsafeFlags(["-Ounchecked", "-cross-module-optimization"], .when(configuration: .release)),
+]
+
+let package = Package(
+    name: "Sofa",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Sofa", targets: ["Sofa"]),
+        .executable(name: "sofa", targets: ["sofa"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", exact: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLZ4", path: "Sources/CLZ4", pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]),
+        .systemLibrary(
+            name: "CICU", path: "Sources/CICU", pkgConfig: "icu-i18n",
+            providers: [.apt(["libicu-dev"])]),
+        .target(name: "CSofaICU", dependencies: ["CICU"], path: "Sources/CSofaICU"),
+        .target(
+            name: "CSofaCRC", path: "Sources/CSofaCRC",
+            cSettings: [.unsafeFlags(["-O3"])]),
+        .target(
+            name: "SofaStorage",
+            dependencies: ["CLZ4", "CSofaCRC"],
+            swiftSettings: releaseTuning),
+        .target(
+            name: "Sofa",
+            dependencies: [
+                "SofaStorage", "CSofaICU",
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ],
+            swiftSettings: releaseTuning),
+        .executableTarget(
+            name: "sofa",
+            dependencies: ["Sofa", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "tools/sofa",
+            swiftSettings: releaseTuning),
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage"]),
+        .testTarget(name: "SofaTests", dependencies: ["Sofa"]),
+    ]
+)

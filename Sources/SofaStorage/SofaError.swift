@@ -1,0 +1,59 @@
+/// The one error type Sofa throws.
+///
+/// Callers match on ``code``; ``message`` says what went wrong and what to do, and names the file and byte
+/// offset when the error concerns stored or parsed bytes.
+///
+/// ```swift
+/// do { try db.put(body, id: "a", rev: staleRev) }
+/// catch let error as SofaError where error.code == .conflict { … }
+/// ```
+public struct SofaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, stable across releases.
+        public let rawValue: String
+        /// A code from its name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
+        public var description: String { rawValue }
+
+        /// Text that is not valid JSON (RFC 8259): the message names the byte offset and what was expected.
+        public static let invalidJSON = Code(rawValue: "invalidJSON")
+        /// A value that cannot be used where it was given: NaN or infinity as a key or in serialized JSON,
+        /// nesting deeper than the limit, a key that cannot be encoded.
+        public static let invalidValue = Code(rawValue: "invalidValue")
+        /// Bytes that should be a collation key but are not.
+        public static let invalidCollationKey = Code(rawValue: "invalidCollationKey")
+        /// A JSON value that does not match the `Decodable` type it was decoded into.
+        public static let decodingFailed = Code(rawValue: "decodingFailed")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A sentence for a person: what was wrong, and where.
+    public let message: String
+    /// The file concerned, when there is one.
+    public let path: String?
+    /// The byte offset concerned (in the file, or in the parsed text), when there is one.
+    public let offset: Int?
+
+    /// An error with its code, message and optional location.
+    public init(_ code: Code, _ message: String, path: String? = nil, offset: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.offset = offset
+    }
+
+    /// `code: message (path at offset N)`.
+    public var description: String {
+        var text = "\(code): \(message)"
+        switch (path, offset) {
+        case let (p?, o?): text += " (\(p) at offset \(o))"
+        case let (p?, nil): text += " (\(p))"
+        case let (nil, o?): text += " (at offset \(o))"
+        case (nil, nil): break
+        }
+        return text
+    }
+}
