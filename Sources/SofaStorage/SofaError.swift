@@ -26,6 +26,27 @@ public struct SofaError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidCollationKey = Code(rawValue: "invalidCollationKey")
         /// A JSON value that does not match the `Decodable` type it was decoded into.
         public static let decodingFailed = Code(rawValue: "decodingFailed")
+
+        /// Stored bytes that fail their checksum or do not decode: the message names the file and offset.
+        /// Nothing read from a corrupt region is returned as data.
+        public static let corruption = Code(rawValue: "corruption")
+        /// A system call failed (the message carries `errno`'s text). After a failed `fsync` or commit write
+        /// the handle refuses further writes (``writesRefused``) until it is reopened.
+        public static let ioError = Code(rawValue: "ioError")
+        /// The disk is full (`ENOSPC`). The last commit is intact; writes work again once space is freed.
+        public static let diskFull = Code(rawValue: "diskFull")
+        /// Another writer holds the file's lock. Open it `readOnly`, or close the other writer.
+        public static let locked = Code(rawValue: "locked")
+        /// A write was attempted on a handle opened read-only.
+        public static let readOnly = Code(rawValue: "readOnly")
+        /// An earlier `fsync` or commit write failed, so this handle no longer writes; reopen the file.
+        public static let writesRefused = Code(rawValue: "writesRefused")
+        /// A file or directory that should exist does not.
+        public static let notFound = Code(rawValue: "notFound")
+        /// The file is not a Sofa file, or is of a format version or kind this build does not read.
+        public static let unsupportedFormat = Code(rawValue: "unsupportedFormat")
+        /// An argument that breaks an API rule (unsorted batch, oversized key, closed handle…).
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
     }
 
     /// What kind of failure this is.

@@ -3,7 +3,6 @@ import CSofaCRC
 /// CRC32C (Castagnoli) checksums of stored bytes, as FORMAT.md's chunk framing uses them.
 package enum CRC32C {
     /// The checksum of `bytes`, continuing from `seed` (0 to start).
-    @inlinable
     package static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         sofa_crc32c(seed, bytes.baseAddress, bytes.count)
     }

@@ -1,0 +1,147 @@
+/// One change in a batch: put `value` under `key`, or remove `key` when `value` is `nil`.
+public struct BTreeAction: Sendable {
+    /// The key changed.
+    public var key: [UInt8]
+    /// The new value, or `nil` to remove the key (removing a missing key does nothing).
+    public var value: [UInt8]?
+
+    /// A put (`value` non-nil) or remove (`value` nil).
+    public init(key: [UInt8], value: [UInt8]?) {
+        self.key = key
+        self.value = value
+    }
+
+    /// Put `value` under `key`.
+    public static func put(_ key: [UInt8], _ value: [UInt8]) -> BTreeAction { BTreeAction(key: key, value: value) }
+    /// Remove `key`.
+    public static func remove(_ key: [UInt8]) -> BTreeAction { BTreeAction(key: key, value: nil) }
+}
+
+extension BTree {
+    /// Applies a batch of changes in one pass and returns the new tree (CouchDB's `query_modify` shape).
+    ///
+    /// Each affected node is read once and rewritten once; subtrees no action touches keep their pointers.
+    /// The new nodes are appended to the file but not committed: commit the returned tree's root with
+    /// ``StorageFile/commit(roots:metadata:)``.
+    ///
+    /// - Parameter actions: strictly ascending by key (each key at most once).
+    /// - Throws: `.invalidArgument` when the actions are not strictly ascending; storage errors.
+    public func modified(by actions: [BTreeAction]) throws -> BTree {
+        guard !actions.isEmpty else { return self }
+        for i in 1..<max(1, actions.count) where compareArrays(actions[i - 1].key, actions[i].key) >= 0 {
+            throw SofaError(.invalidArgument, "batch actions must be strictly ascending by key (action \(i))",
+                            path: file.path)
+        }
+        let writer = self.forWriter
+        var nodes = NodeWriter(file: file, configuration: configuration)
+        var top: [ChildEntry]
+        if let root {
+            top = try writer.modify(root.offset, actions[...], nodes: &nodes)
+        } else {
+            top = try writer.writeLeaves(existing: nil, actions: actions[...], nodes: &nodes)
+        }
+        guard var newRoot = try nodes.buildUpperLevels(top)?.pointer else {
+            return BTree(file: file, root: nil, configuration: configuration)
+        }
+        // An inner root with a single child is replaced by that child, so depth shrinks after removals.
+        while true {
+            let node = try writer.node(at: newRoot.offset)
+            guard !node.isLeaf, node.count == 1 else { break }
+            newRoot = node.child(0)
+        }
+        return BTree(file: file, root: newRoot, configuration: configuration)
+    }
+
+    /// Rewrites the subtree at `offset` with `actions` applied; returns its replacement entries (none when it
+    /// became empty, several when it split).
+    private func modify(_ offset: UInt64, _ actions: ArraySlice<BTreeAction>,
+                        nodes: inout NodeWriter) throws -> [ChildEntry] {
+        let node = try node(at: offset)
+        if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
+        var children: [ChildEntry] = []
+        children.reserveCapacity(node.count + 2)
+        var next = actions.startIndex
+        for i in 0..<node.count {
+            // Actions for child i: keys ≤ its largest key (all remaining ones for the last child).
+            var end = next
+            if i == node.count - 1 {
+                end = actions.endIndex
+            } else {
+                let separator = node.key(i)
+                while end < actions.endIndex,
+                      actions[end].key.withUnsafeBytes({ compareBytes($0, separator) }) <= 0 {
+                    end += 1
+                }
+            }
+            if end == next {
+                children.append(ChildEntry(key: Array(node.key(i)), pointer: node.child(i)))
+            } else {
+                children.append(contentsOf: try modify(node.childOffset(i), actions[next..<end], nodes: &nodes))
+            }
+            next = end
+        }
+        guard !children.isEmpty else { return [] }
+        let runs = NodeWriter.evenRuns(sizes: children.map(NodeWriter.innerEntrySize),
+                                       nodeSize: configuration.nodeSize)
+        var out: [ChildEntry] = []
+        for run in runs { out.append(try nodes.writeInner(children[run])) }
+        return out
+    }
+
+    /// Merges a leaf's entries (or none) with `actions` and writes the result as evenly filled leaves.
+    private func writeLeaves(existing node: Node?, actions: ArraySlice<BTreeAction>,
+                             nodes: inout NodeWriter) throws -> [ChildEntry] {
+        // Pin every action's key and value buffer while the merged list of views is in use.
+        let flat = FlatActions(actions)
+        return try flat.storage.withUnsafeBytes { storage in
+            var merged: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+            merged.reserveCapacity((node?.count ?? 0) + actions.count)
+            var i = 0
+            let n = node?.count ?? 0
+            for a in flat.items {
+                let key = UnsafeRawBufferPointer(rebasing: storage[a.key])
+                while i < n, compareBytes(node!.key(i), key) < 0 {
+                    merged.append((node!.key(i), node!.value(i)))
+                    i += 1
+                }
+                if i < n, compareBytes(node!.key(i), key) == 0 { i += 1 }  // replaced or removed
+                if let v = a.value { merged.append((key, UnsafeRawBufferPointer(rebasing: storage[v]))) }
+            }
+            while i < n {
+                merged.append((node!.key(i), node!.value(i)))
+                i += 1
+            }
+            let sizes = merged.map { NodeWriter.leafEntrySize(keyCount: $0.key.count, valueCount: $0.value.count) }
+            var out: [ChildEntry] = []
+            for run in NodeWriter.evenRuns(sizes: sizes, nodeSize: configuration.nodeSize) {
+                out.append(try nodes.writeLeaf(Array(merged[run])))
+            }
+            return out
+        }
+    }
+}
+
+/// A batch's keys and values copied into one buffer, so views of all of them can be held at once.
+private struct FlatActions {
+    var storage: [UInt8] = []
+    var items: [(key: Range<Int>, value: Range<Int>?)] = []
+
+    init(_ actions: ArraySlice<BTreeAction>) {
+        items.reserveCapacity(actions.count)
+        for a in actions {
+            let k = storage.count..<(storage.count + a.key.count)
+            storage.append(contentsOf: a.key)
+            var v: Range<Int>?
+            if let value = a.value {
+                v = storage.count..<(storage.count + value.count)
+                storage.append(contentsOf: value)
+            }
+            items.append((k, v))
+        }
+    }
+}
+
+/// `memcmp` order of two arrays.
+package func compareArrays(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    a.withUnsafeBytes { x in b.withUnsafeBytes { y in compareBytes(x, y) } }
+}

@@ -1,0 +1,200 @@
+/// The count and reduction of a set of rows.
+public struct Reduction: Sendable, Equatable {
+    /// Rows summarized.
+    public var rowCount: UInt64
+    /// The reducer's output for those rows (empty when the tree has no reducer or there are no rows).
+    public var value: [UInt8]
+}
+
+/// One group of a grouped reduce: rows sharing a group prefix, summarized.
+public struct ReducedGroup {
+    /// The first row of the group, in key order (key and value bytes).
+    public var firstKey: [UInt8]
+    /// The first row's value.
+    public var firstValue: [UInt8]
+    /// Count and reduction of the group's rows inside the range.
+    public var reduction: Reduction
+}
+
+extension BTree {
+    /// Rows in `range`, from stored counts: O(log n) node reads.
+    public func count(in range: KeyRange = .all) throws -> UInt64 {
+        if range.lower == nil && range.upper == nil { return rowCount }
+        return try reduce(in: range, countOnly: true).rowCount
+    }
+
+    /// The count and reduction of the rows in `range`, using the stored reductions of every subtree that
+    /// lies wholly inside it, so only the O(log n) nodes on the range's two edges are read.
+    public func reduce(in range: KeyRange = .all) throws -> Reduction {
+        try reduce(in: range, countOnly: false)
+    }
+
+    private func reduce(in range: KeyRange, countOnly: Bool) throws -> Reduction {
+        guard let root, !range.isEmpty else { return Reduction(rowCount: 0, value: []) }
+        var parts = Parts(reducer: countOnly ? nil : configuration.reducer)
+        if range.lower == nil && range.upper == nil {
+            parts.addSubtree(root.rowCount, root.reduction)
+        } else {
+            try accumulate(root.offset, low: nil, range: range, into: &parts)
+        }
+        return try parts.finish()
+    }
+
+    private func accumulate(_ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange,
+                            into parts: inout Parts) throws {
+        let node = try node(at: offset)
+        if node.isLeaf {
+            var rows: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+            for i in 0..<node.count where range.contains(node.key(i)) {
+                rows.append((node.key(i), node.value(i)))
+            }
+            try parts.addRows(rows)
+            return
+        }
+        for i in 0..<node.count {
+            let childLow = i == 0 ? low : node.key(i - 1)
+            switch classify(range, low: childLow, high: node.key(i)) {
+            case .below: continue
+            case .above: return
+            case .inside: parts.addSubtree(node.childRowCount(i), Array(node.value(i)))
+            case .partial: try accumulate(node.childOffset(i), low: childLow, range: range, into: &parts)
+            }
+        }
+    }
+
+    /// Reduces the rows of `range` group by group, in ascending key order, calling `body` once per group.
+    ///
+    /// `groupPrefix` returns, for a row key, the length of the prefix that names its group; rows are in one
+    /// group when those prefixes are byte-equal. Prefixes must be self-delimiting (no group's prefix is a
+    /// proper prefix of another's) so that every group is one contiguous key interval. Then a subtree whose
+    /// largest key has the prefix of the group in progress lies wholly inside that group, and its stored
+    /// reduction is used without reading it (CouchDB's `fold_reduce`): the cost is O(log n + groups × depth).
+    /// Return `false` from `body` to stop.
+    public func reduceGroups(
+        in range: KeyRange = .all,
+        groupPrefix: (UnsafeRawBufferPointer) throws -> Int,
+        _ body: (ReducedGroup) throws -> Bool
+    ) throws {
+        guard let root, !range.isEmpty else { return }
+        try withoutActuallyEscaping(groupPrefix) { groupPrefix in
+            try withoutActuallyEscaping(body) { body in
+                var fold = GroupFold(reducer: configuration.reducer, groupPrefix: groupPrefix, body: body)
+                if try foldGroups(root.offset, low: nil, range: range, fold: &fold) {
+                    try fold.closeGroup()
+                }
+            }
+        }
+    }
+
+    /// Returns false when `body` asked to stop.
+    private func foldGroups(_ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange,
+                            fold: inout GroupFold) throws -> Bool {
+        let node = try node(at: offset)
+        if node.isLeaf {
+            for i in 0..<node.count where range.contains(node.key(i)) {
+                if try !fold.addRow(node.key(i), node.value(i)) { return false }
+            }
+            return try fold.leaveLeaf()
+        }
+        for i in 0..<node.count {
+            let childLow = i == 0 ? low : node.key(i - 1)
+            switch classify(range, low: childLow, high: node.key(i)) {
+            case .below: continue
+            case .above: return true
+            case .inside where fold.currentGroupContains(node.key(i)):
+                fold.parts.addSubtree(node.childRowCount(i), Array(node.value(i)))
+            case .inside, .partial:
+                if try !foldGroups(node.childOffset(i), low: childLow, range: range, fold: &fold) { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// Pieces of a reduction being assembled: leaf rows reduced as they come, plus stored subtree reductions.
+private struct Parts {
+    let reducer: (any Reducer)?
+    var rows: UInt64 = 0
+    var reductions: [[UInt8]] = []
+
+    init(reducer: (any Reducer)?) { self.reducer = reducer }
+
+    mutating func addSubtree(_ count: UInt64, _ reduction: [UInt8]) {
+        rows += count
+        if reducer != nil { reductions.append(reduction) }
+    }
+
+    mutating func addRows(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws {
+        guard !entries.isEmpty else { return }
+        rows += UInt64(entries.count)
+        if let reducer { reductions.append(try reducer.reduce(entries)) }
+    }
+
+    mutating func finish() throws -> Reduction {
+        defer {
+            rows = 0
+            reductions.removeAll(keepingCapacity: true)
+        }
+        guard let reducer, rows > 0 else { return Reduction(rowCount: rows, value: []) }
+        if reductions.count == 1 { return Reduction(rowCount: rows, value: reductions[0]) }
+        return Reduction(rowCount: rows, value: try rereduce(reductions, with: reducer))
+    }
+}
+
+/// The state of a grouped reduce: the group in progress and the rows of the current leaf not yet reduced.
+private struct GroupFold {
+    var parts: Parts
+    let groupPrefix: (UnsafeRawBufferPointer) throws -> Int
+    let body: (ReducedGroup) throws -> Bool
+    var group: [UInt8]?
+    var firstKey: [UInt8] = []
+    var firstValue: [UInt8] = []
+    /// Rows of the current leaf in the current group, reduced when the leaf or the group ends.
+    var pendingRows: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+
+    init(reducer: (any Reducer)?, groupPrefix: @escaping (UnsafeRawBufferPointer) throws -> Int,
+         body: @escaping (ReducedGroup) throws -> Bool) {
+        self.parts = Parts(reducer: reducer)
+        self.groupPrefix = groupPrefix
+        self.body = body
+    }
+
+    func currentGroupContains(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard let group, key.count >= group.count else { return false }
+        return group.withUnsafeBytes { compareBytes(UnsafeRawBufferPointer(rebasing: key[0..<group.count]), $0) } == 0
+    }
+
+    /// Returns false when `body` asked to stop.
+    mutating func addRow(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool {
+        if !currentGroupContains(key) {
+            if try !closeGroup() { return false }
+            let n = try groupPrefix(key)
+            guard n >= 0, n <= key.count else {
+                throw SofaError(.invalidArgument, "group prefix length \(n) is outside a \(key.count)-byte key")
+            }
+            group = Array(key[0..<n])
+            firstKey = Array(key)
+            firstValue = Array(value)
+        }
+        pendingRows.append((key, value))
+        return true
+    }
+
+    /// The leaf's rows are about to become invalid: reduce the pending ones now.
+    mutating func leaveLeaf() throws -> Bool {
+        try parts.addRows(pendingRows)
+        pendingRows.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// Emits the group in progress, if any. Returns false when `body` asked to stop.
+    @discardableResult
+    mutating func closeGroup() throws -> Bool {
+        guard group != nil else { return true }
+        try parts.addRows(pendingRows)
+        pendingRows.removeAll(keepingCapacity: true)
+        let reduction = try parts.finish()
+        group = nil
+        return try body(ReducedGroup(firstKey: firstKey, firstValue: firstValue, reduction: reduction))
+    }
+}

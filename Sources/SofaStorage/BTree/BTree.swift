@@ -1,0 +1,207 @@
+/// How a tree builds its nodes.
+public struct BTreeConfiguration: Sendable {
+    /// The uncompressed size a node is filled up to before a new one starts (bytes). A node holding a single
+    /// entry larger than this is allowed.
+    public var nodeSize: Int
+    /// Whether nodes are stored LZ4-compressed (when that saves space).
+    public var compress: Bool
+    /// The reduction kept with every subtree, or `nil` for row counts only.
+    public var reducer: (any Reducer)?
+
+    /// A configuration; 4 KiB nodes by default, compressed.
+    public init(nodeSize: Int = 4096, compress: Bool = true, reducer: (any Reducer)? = nil) {
+        precondition(nodeSize >= 128, "nodeSize must be at least 128 bytes")
+        self.nodeSize = nodeSize
+        self.compress = compress
+        self.reducer = reducer
+    }
+}
+
+/// A copy-on-write B+tree stored in a ``StorageFile``: byte keys in `memcmp` order, byte values, and a row
+/// count and reduction stored with every subtree.
+///
+/// A `BTree` value is a snapshot: its root never changes. Reads (this file) touch only nodes reachable from
+/// that root, which are immutable. Writes (`BTree+Modify.swift`, `TreeBuilder.swift`) append new nodes for
+/// the changed paths and return a new tree; unchanged subtrees are shared, never rewritten.
+public struct BTree: Sendable {
+    /// The file holding the nodes.
+    public let file: StorageFile
+    /// The root, or `nil` for an empty tree.
+    public let root: NodePointer?
+    /// How nodes are built and reduced.
+    public let configuration: BTreeConfiguration
+    /// Reads stay below this offset: a commit's end, or ``StorageFile/unlimited`` for the writer's own trees.
+    public let limit: UInt64
+
+    /// A tree rooted at `root`.
+    public init(file: StorageFile, root: NodePointer?, configuration: BTreeConfiguration,
+                limit: UInt64 = StorageFile.unlimited) {
+        self.file = file
+        self.root = root
+        self.configuration = configuration
+        self.limit = limit
+    }
+
+    /// Tree number `index` of `commit` (an empty tree when the commit has fewer roots).
+    public init(file: StorageFile, commit: CommitHeader, index: Int, configuration: BTreeConfiguration) {
+        let root = index < commit.roots.count ? commit.roots[index] : nil
+        self.init(file: file, root: root, configuration: configuration, limit: commit.endOffset)
+    }
+
+    /// Rows in the tree, from the root pointer: O(1).
+    public var rowCount: UInt64 { root?.rowCount ?? 0 }
+
+    /// The whole tree's reduction (nil when empty or there is no reducer): O(1).
+    public var reduction: [UInt8]? {
+        guard let root, configuration.reducer != nil else { return nil }
+        return root.reduction
+    }
+
+    /// The same tree read by the writer, able to see chunks it has not committed.
+    package var forWriter: BTree { BTree(file: file, root: root, configuration: configuration) }
+
+    // MARK: - Nodes
+
+    /// The node at `offset`, from the cache or decoded from the file.
+    package func node(at offset: UInt64) throws -> Node {
+        guard offset < limit else {
+            throw SofaError(.corruption, "node pointer \(offset) is past the end of its commit (\(limit))",
+                            path: file.path, offset: Int(offset))
+        }
+        if let cached = file.nodeCache.node(at: offset) { return cached }
+        let payload = try file.readChunk(at: offset, kind: nil, limit: limit)
+        guard payload.kind == .leaf || payload.kind == .inner else {
+            throw SofaError(.corruption, "a \(payload.kind) chunk where a tree node was expected",
+                            path: file.path, offset: Int(offset))
+        }
+        let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
+        file.nodeCache.insert(node, at: offset)
+        return node
+    }
+
+    // MARK: - Point lookup
+
+    /// The value stored under `key`, or `nil`.
+    public func get(_ key: [UInt8]) throws -> [UInt8]? {
+        try key.withUnsafeBytes { k in try value(for: k).map { $0.withUnsafeBytes { Array($0) } } }
+    }
+
+    /// The value under `key` as a node slice (valid while the returned node lives), for callers that decode
+    /// in place.
+    package func value(for key: UnsafeRawBufferPointer) throws -> NodeSlice? {
+        guard var offset = root?.offset else { return nil }
+        while true {
+            let node = try node(at: offset)
+            if node.isLeaf {
+                let i = node.lowerBound(key)
+                guard i < node.count, compareBytes(node.key(i), key) == 0 else { return nil }
+                return NodeSlice(node: node, index: i)
+            }
+            let i = node.lowerBound(key)
+            guard i < node.count else { return nil }  // beyond the largest key
+            offset = node.childOffset(i)
+        }
+    }
+
+    // MARK: - Scans
+
+    /// Calls `body` with each row in `range`, in ascending key order or descending, after skipping `skip`
+    /// rows (skipped whole subtrees cost nothing: their stored counts are used). Stop by returning `false`.
+    ///
+    /// The buffers passed to `body` are valid only during the call.
+    public func forEach(
+        in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        guard let root, !range.isEmpty else { return }
+        var toSkip = skip
+        _ = try visit(root.offset, low: nil, range: range, descending: descending, skip: &toSkip, body)
+    }
+
+    /// Returns false when `body` asked to stop.
+    private func visit(
+        _ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange, descending: Bool, skip: inout UInt64,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws -> Bool {
+        let node = try node(at: offset)
+        if node.isLeaf {
+            var first = 0, last = node.count - 1
+            if let lower = range.lower {
+                first = lower.key.withUnsafeBytes { node.lowerBound($0, strictly: !lower.inclusive) }
+            }
+            if let upper = range.upper {
+                last = upper.key.withUnsafeBytes { node.lowerBound($0, strictly: upper.inclusive) } - 1
+            }
+            guard first <= last else { return true }
+            let available = UInt64(last - first + 1)
+            if skip >= available {
+                skip -= available
+                return true
+            }
+            let s = Int(skip)
+            skip = 0
+            if descending {
+                for i in stride(from: last - s, through: first, by: -1) where try !body(node.key(i), node.value(i)) {
+                    return false
+                }
+            } else {
+                for i in (first + s)...last where try !body(node.key(i), node.value(i)) { return false }
+            }
+            return true
+        }
+        let step = descending ? -1 : 1
+        var i = descending ? node.count - 1 : 0
+        while i >= 0 && i < node.count {
+            defer { i += step }
+            let childLow = i == 0 ? low : node.key(i - 1)
+            switch classify(range, low: childLow, high: node.key(i)) {
+            case .below: if descending { return true } else { continue }
+            case .above: if descending { continue } else { return true }
+            case .inside where skip >= node.childRowCount(i):
+                skip -= node.childRowCount(i)
+            case .inside, .partial:
+                if try !visit(node.childOffset(i), low: childLow, range: range, descending: descending,
+                              skip: &skip, body) {
+                    return false
+                }
+            }
+        }
+        return true
+    }
+
+    /// Where a subtree holding keys in (low, high] lies relative to `range`.
+    package enum Placement { case below, above, inside, partial }
+
+    package func classify(_ range: KeyRange, low: UnsafeRawBufferPointer?, high: UnsafeRawBufferPointer) -> Placement {
+        if range.isBelow(high) { return .below }
+        if let low, let upper = range.upper, upper.key.withUnsafeBytes({ compareBytes(low, $0) }) >= 0 {
+            return .above
+        }
+        let lowInside: Bool
+        if let lower = range.lower {
+            lowInside = low.map { l in lower.key.withUnsafeBytes { compareBytes(l, $0) } >= 0 } ?? false
+        } else {
+            lowInside = true
+        }
+        return lowInside && !range.isAbove(high) ? .inside : .partial
+    }
+
+    /// Every row in `range`, copied (convenience for tests and small ranges).
+    public func rows(in range: KeyRange = .all, descending: Bool = false) throws -> [(key: [UInt8], value: [UInt8])] {
+        var out: [(key: [UInt8], value: [UInt8])] = []
+        try forEach(in: range, descending: descending) { k, v in
+            out.append((Array(k), Array(v)))
+            return true
+        }
+        return out
+    }
+}
+
+/// One entry of a node, kept alive with its node.
+package struct NodeSlice {
+    package let node: Node
+    package let index: Int
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(node.value(index))
+    }
+}

@@ -1,0 +1,123 @@
+/// A child pointer with the largest key of its subtree: one entry of an inner node.
+package struct ChildEntry {
+    package var key: [UInt8]
+    package var pointer: NodePointer
+}
+
+/// Encodes nodes, appends them to the file and computes their pointers (row count, size, reduction).
+/// Shared by batch modify and bulk load, so both write byte-identical nodes.
+package struct NodeWriter {
+    package let file: StorageFile
+    package let configuration: BTreeConfiguration
+    private var scratch: [UInt8] = []
+
+    package init(file: StorageFile, configuration: BTreeConfiguration) {
+        self.file = file
+        self.configuration = configuration
+    }
+
+    /// Bytes one leaf entry takes in a node payload.
+    package static func leafEntrySize(keyCount: Int, valueCount: Int) -> Int {
+        varintSize(UInt64(keyCount)) + keyCount + varintSize(UInt64(valueCount)) + valueCount
+    }
+
+    /// Bytes one inner entry takes in a node payload.
+    package static func innerEntrySize(_ child: ChildEntry) -> Int {
+        varintSize(UInt64(child.key.count)) + child.key.count + child.pointer.encodedSize
+    }
+
+    /// Writes one leaf holding `entries` (ascending, at least one) and returns its entry for the parent.
+    package mutating func writeLeaf(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
+    ) throws -> ChildEntry {
+        precondition(!entries.isEmpty)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.appendVarint(UInt64(entries.count))
+        for e in entries {
+            scratch.appendLengthPrefixed(e.key)
+            scratch.appendLengthPrefixed(e.value)
+        }
+        let reduction = try configuration.reducer?.reduce(entries) ?? []
+        let (offset, length) = try scratch.withUnsafeBytes {
+            try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
+        }
+        let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
+                                  reduction: reduction)
+        return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Writes one inner node over `children` (ascending, at least one) and returns its entry for the parent.
+    package mutating func writeInner(_ children: ArraySlice<ChildEntry>) throws -> ChildEntry {
+        precondition(!children.isEmpty)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.appendVarint(UInt64(children.count))
+        var rows: UInt64 = 0
+        var size: UInt64 = 0
+        for c in children {
+            scratch.appendVarint(UInt64(c.key.count))
+            scratch.append(contentsOf: c.key)
+            c.pointer.encode(into: &scratch)
+            rows += c.pointer.rowCount
+            size += c.pointer.subtreeSize
+        }
+        var reduction: [UInt8] = []
+        if let reducer = configuration.reducer {
+            reduction = try rereduce(children.map(\.pointer.reduction), with: reducer)
+        }
+        let (offset, length) = try scratch.withUnsafeBytes {
+            try file.append(kind: .inner, payload: $0, compress: configuration.compress)
+        }
+        let pointer = NodePointer(offset: offset, rowCount: rows, subtreeSize: size + UInt64(length),
+                                  reduction: reduction)
+        return ChildEntry(key: children.last!.key, pointer: pointer)
+    }
+
+    /// Splits items of the given sizes into runs of about equal size, each at most `nodeSize` where possible
+    /// and never empty; returns the run boundaries as ranges of indices.
+    package static func evenRuns(sizes: [Int], nodeSize: Int) -> [Range<Int>] {
+        guard !sizes.isEmpty else { return [] }
+        let total = sizes.reduce(0, +)
+        let runs = max(1, (total + nodeSize - 1) / nodeSize)
+        if runs == 1 { return [0..<sizes.count] }
+        let target = (total + runs - 1) / runs
+        var out: [Range<Int>] = []
+        var start = 0, filled = 0
+        for (i, s) in sizes.enumerated() {
+            if filled > 0 && filled + s > target && out.count < runs - 1 {
+                out.append(start..<i)
+                start = i
+                filled = 0
+            }
+            filled += s
+        }
+        out.append(start..<sizes.count)
+        return out
+    }
+
+    /// Builds inner levels over `children` until one root remains.
+    package mutating func buildUpperLevels(_ children: [ChildEntry]) throws -> ChildEntry? {
+        var level = children
+        while level.count > 1 {
+            let runs = NodeWriter.evenRuns(sizes: level.map(NodeWriter.innerEntrySize), nodeSize: configuration.nodeSize)
+            var next: [ChildEntry] = []
+            next.reserveCapacity(runs.count)
+            for run in runs { next.append(try writeInner(level[run])) }
+            level = next
+        }
+        return level.first
+    }
+}
+
+/// `rereduce` over owned reduction byte arrays (copied into one buffer so every view stays valid).
+package func rereduce(_ reductions: [[UInt8]], with reducer: any Reducer) throws -> [UInt8] {
+    var flat: [UInt8] = []
+    var ranges: [Range<Int>] = []
+    ranges.reserveCapacity(reductions.count)
+    for r in reductions {
+        ranges.append(flat.count..<(flat.count + r.count))
+        flat.append(contentsOf: r)
+    }
+    return try flat.withUnsafeBytes { all in
+        try reducer.rereduce(ranges.map { UnsafeRawBufferPointer(rebasing: all[$0]) })
+    }
+}

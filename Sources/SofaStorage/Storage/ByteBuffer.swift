@@ -1,0 +1,124 @@
+/// Little-endian encoding helpers for building chunk payloads.
+///
+/// Every multi-byte integer in a Sofa file is little-endian; lengths and counts inside nodes are unsigned
+/// LEB128 varints (FORMAT.md, "Integers").
+extension Array where Element == UInt8 {
+    package mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    /// Appends `value` as an unsigned LEB128 varint (7 bits per byte, low bits first).
+    package mutating func appendVarint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        append(UInt8(v))
+    }
+
+    /// Appends a varint length followed by the bytes.
+    package mutating func appendLengthPrefixed(_ bytes: UnsafeRawBufferPointer) {
+        appendVarint(UInt64(bytes.count))
+        append(contentsOf: bytes)
+    }
+
+    /// Overwrites 4 bytes at `index` with `value`, little-endian.
+    package mutating func storeLittleEndian(_ value: UInt32, at index: Int) {
+        withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: index, as: UInt32.self) }
+    }
+}
+
+/// The number of bytes `value` takes as a varint.
+package func varintSize(_ value: UInt64) -> Int {
+    var v = value
+    var n = 1
+    while v >= 0x80 {
+        v >>= 7
+        n += 1
+    }
+    return n
+}
+
+/// A bounds-checked reader over bytes that came from disk.
+///
+/// Every read checks the remaining length first and throws a corruption error naming `fileOffset + position`
+/// when the bytes run out or a varint is malformed, so damaged input can never trap.
+package struct ByteReader {
+    package let bytes: UnsafeRawBufferPointer
+    package var position: Int
+    /// Where `bytes` starts in its file, for error messages.
+    package let fileOffset: UInt64
+    package let path: String
+
+    package init(_ bytes: UnsafeRawBufferPointer, position: Int = 0, fileOffset: UInt64, path: String) {
+        self.bytes = bytes
+        self.position = position
+        self.fileOffset = fileOffset
+        self.path = path
+    }
+
+    package var remaining: Int { bytes.count - position }
+    package var isAtEnd: Bool { position >= bytes.count }
+
+    package func corruption(_ what: String) -> SofaError {
+        SofaError(.corruption, what, path: path, offset: Int(fileOffset) + position)
+    }
+
+    package mutating func readLittleEndian<T: FixedWidthInteger>(_: T.Type = T.self) throws -> T {
+        let size = MemoryLayout<T>.size
+        guard position >= 0, remaining >= size else { throw corruption("truncated \(size)-byte integer") }
+        let value = bytes.loadUnaligned(fromByteOffset: position, as: T.self)
+        position += size
+        return T(littleEndian: value)
+    }
+
+    package mutating func readByte() throws -> UInt8 {
+        guard position >= 0, position < bytes.count else { throw corruption("truncated byte") }
+        let b = bytes[position]
+        position += 1
+        return b
+    }
+
+    package mutating func readVarint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard position >= 0, position < bytes.count else { throw corruption("truncated varint") }
+            let b = bytes[position]
+            position += 1
+            if shift == 63 && b > 1 { throw corruption("varint overflows 64 bits") }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+            if shift > 63 { throw corruption("varint longer than 10 bytes") }
+        }
+    }
+
+    /// Reads a varint that must fit in `limit`, as an `Int`.
+    package mutating func readLength(limit: Int) throws -> Int {
+        let start = position
+        let v = try readVarint()
+        guard v <= UInt64(limit) else {
+            position = start
+            throw corruption("length \(v) exceeds \(limit)")
+        }
+        return Int(v)
+    }
+
+    /// The next `count` bytes, without copying.
+    package mutating func readSlice(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, position >= 0, remaining >= count else {
+            throw corruption("\(count) bytes expected, \(max(0, remaining)) remain")
+        }
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[position..<(position + count)])
+        position += count
+        return slice
+    }
+
+    /// A varint length followed by that many bytes.
+    package mutating func readLengthPrefixed() throws -> UnsafeRawBufferPointer {
+        let n = try readLength(limit: remaining)
+        return try readSlice(n)
+    }
+}

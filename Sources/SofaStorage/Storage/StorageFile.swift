@@ -1,0 +1,365 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// How much a commit waits for the disk.
+public enum Durability: Sendable, Equatable {
+    /// Every commit is durable when it returns: data is `fdatasync`ed, then the commit header is written and
+    /// `fdatasync`ed. Survives process crashes and power loss (ACID's D).
+    case full
+    /// No `fsync`. A commit survives a crash of the process (the OS still writes it out) but a power loss or
+    /// OS crash may lose the latest commits; what reopens is always some earlier complete commit, never a
+    /// mix (A, C and I hold; D only against process crashes). For bulk loads and tests.
+    case none
+}
+
+/// How to open a ``StorageFile``.
+public struct StorageOptions: Sendable {
+    /// Open without the write lock; no byte of the file is changed and no file is created.
+    public var readOnly: Bool
+    /// When commits reach the disk.
+    public var durability: Durability
+    /// Create the file when it does not exist (ignored when read-only).
+    public var create: Bool
+    /// The owner's file kind, written at creation and checked on open; 0 accepts any.
+    public var fileKind: UInt32
+    /// Bytes of decoded nodes the file's cache may hold.
+    public var nodeCacheBytes: Int
+
+    /// Options with defaults: writable, ``Durability/full``, create when missing, any kind, 64 MiB cache.
+    public init(readOnly: Bool = false, durability: Durability = .full, create: Bool = true,
+                fileKind: UInt32 = 0, nodeCacheBytes: Int = 64 << 20) {
+        self.readOnly = readOnly
+        self.durability = durability
+        self.create = create
+        self.fileKind = fileKind
+        self.nodeCacheBytes = nodeCacheBytes
+    }
+}
+
+/// One append-only Sofa file: chunks in, chunks out, atomic commits (FORMAT.md).
+///
+/// One writer at a time appends and commits (the caller serializes its writes; across processes an advisory
+/// lock keeps a second writer out). Any number of readers read committed chunks concurrently through a
+/// shared read-only mapping and never wait for the writer. Invariant: bytes up to the newest commit's
+/// ``CommitHeader/endOffset`` are never written again.
+public final class StorageFile: @unchecked Sendable {
+    /// The file's path.
+    public let path: String
+    /// The options it was opened with.
+    public let options: StorageOptions
+    /// The owner's file kind recorded at creation.
+    public let fileKind: UInt32
+    /// Decoded nodes shared by every reader and the writer of this file.
+    package let nodeCache: NodeCache
+    package let system: any SystemCalls
+    private let fd: Int32
+
+    private struct Shared {
+        var mapping: Mapping
+        var header: CommitHeader
+        var closed = false
+    }
+    private let shared: Mutex<Shared>
+    /// Bytes written to the file so far (committed or not); reads below it go through the mapping.
+    private let flushedEnd: Atomic<UInt64>
+
+    // Writer-only state: touched only by the single writer, under the caller's write serialization.
+    private var pending: [UInt8] = []
+    private var failure: SofaError?
+
+    /// Bytes buffered before they are written out in one `pwrite`.
+    private static let flushThreshold = 1 << 20
+
+    /// Opens (or creates) the file at `path`.
+    ///
+    /// - Throws: ``SofaError`` — `.notFound`, `.locked` (another writer), `.unsupportedFormat`, `.corruption`
+    ///   (no valid commit), `.ioError`/`.diskFull` from the system.
+    public convenience init(path: String, options: StorageOptions = StorageOptions()) throws {
+        try self.init(path: path, options: options, system: PosixSystemCalls())
+    }
+
+    package init(path: String, options: StorageOptions, system: any SystemCalls) throws {
+        self.path = path
+        self.options = options
+        self.system = system
+        self.nodeCache = NodeCache(capacityBytes: options.nodeCacheBytes)
+        let flags: Int32 = options.readOnly ? O_RDONLY : (O_RDWR | (options.create ? O_CREAT : 0))
+        let fd: Int32
+        do {
+            fd = try system.open(path, flags: flags, mode: 0o644)
+        } catch {
+            throw error.errno == ENOENT
+                ? SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
+                : StorageFile.error(error, path: path)
+        }
+        var opened = false
+        defer {
+            if !opened {
+                if !options.readOnly { system.unlock(fd) }
+                try? system.close(fd)
+            }
+        }
+        if !options.readOnly {
+            do {
+                try system.lockExclusive(fd)
+            } catch {
+                if error.errno == EWOULDBLOCK {
+                    throw SofaError(.locked, "another writer has this file open; open it readOnly or close the other writer",
+                                    path: path)
+                }
+                throw StorageFile.error(error, path: path)
+            }
+        }
+        var size: Int64
+        do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
+        if size == 0 && !options.readOnly {
+            try StorageFile.initialize(fd: fd, path: path, kind: options.fileKind, system: system)
+            do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
+        }
+        let mapping: Mapping
+        do {
+            mapping = try Mapping(fd: fd, length: Mapping.capacity(forFileSize: Int(size)), system: system)
+        } catch { throw StorageFile.error(error, path: path) }
+        let found = try Recovery(mapping: mapping, fileSize: UInt64(size), path: path).newestCommit()
+        if options.fileKind != 0 && found.fileKind != options.fileKind {
+            throw SofaError(.unsupportedFormat, "file kind \(found.fileKind) where kind \(options.fileKind) was expected",
+                            path: path)
+        }
+        let end = found.header.endOffset
+        if !options.readOnly && UInt64(size) > end {
+            // A torn or abandoned tail after the newest commit: unreachable, so safe to cut away.
+            do {
+                try system.ftruncate(fd, length: Int64(end))
+                try system.fdatasync(fd)
+            } catch { throw StorageFile.error(error, path: path) }
+        }
+        self.fd = fd
+        self.fileKind = found.fileKind
+        shared = Mutex(Shared(mapping: mapping, header: found.header))
+        flushedEnd = Atomic(end)
+        opened = true
+    }
+
+    deinit {
+        let wasClosed = shared.withLock { $0.closed }
+        if !wasClosed {
+            if !options.readOnly { system.unlock(fd) }
+            try? system.close(fd)
+        }
+    }
+
+    /// Writes the file header and an empty first commit into a new, empty file, then makes both and the
+    /// directory entry durable.
+    private static func initialize(fd: Int32, path: String, kind: UInt32, system: any SystemCalls) throws {
+        var bytes: [UInt8] = []
+        var payload: [UInt8] = []
+        payload.appendLittleEndian(FileFormat.fileMagic)
+        payload.appendLittleEndian(FileFormat.version)
+        payload.appendLittleEndian(kind)
+        payload.appendLittleEndian(UInt32(0))
+        payload.appendLittleEndian(CommitHeader.now())
+        payload.withUnsafeBytes { _ = Chunk.append(kind: .fileHeader, payload: $0, compress: false, to: &bytes) }
+        let first = CommitHeader(commitNumber: 1, previousHeaderOffset: 0, timestamp: CommitHeader.now(),
+                                 roots: [], metadata: [])
+        let headerOffset = UInt64(bytes.count)
+        first.encodePayload().withUnsafeBytes {
+            _ = Chunk.append(kind: .commitHeader, payload: $0, compress: false, to: &bytes)
+        }
+        CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
+        do {
+            try bytes.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: 0) }
+            try system.fsync(fd)
+            try system.fsyncDirectory(directoryName(of: path))
+        } catch {
+            throw StorageFile.error(error, path: path)
+        }
+    }
+
+    /// The directory part of `path` ("." when there is none).
+    package static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let dir = path[..<slash]
+        return dir.isEmpty ? "/" : String(dir)
+    }
+
+    package static func error(_ error: any Error, path: String) -> SofaError {
+        if let failure = error as? SystemCallFailure { return StorageFile.error(failure, path: path) }
+        if let sofa = error as? SofaError { return sofa }
+        return SofaError(.ioError, "\(error)", path: path)
+    }
+
+    package static func error(_ failure: SystemCallFailure, path: String) -> SofaError {
+        if failure.errno == ENOSPC {
+            return SofaError(.diskFull, "disk full during \(failure.call); free space and retry", path: path)
+        }
+        return SofaError(.ioError, failure.description, path: path)
+    }
+
+    // MARK: - Reading
+
+    /// The newest commit: a snapshot whose trees stay readable however the file grows.
+    public var latestCommit: CommitHeader { shared.withLock { $0.header } }
+
+    /// The file's length as far as written (committed or not).
+    /// Writer only.
+    public var writtenLength: UInt64 { flushedEnd.load(ordering: .acquiring) + UInt64(pending.count) }
+
+    /// Reads the chunk at `offset`, which must end at or before `limit` (a commit's ``CommitHeader/endOffset``
+    /// for readers; ``unlimited`` for the writer reading its own uncommitted chunks).
+    ///
+    /// - Throws: ``SofaError/Code/corruption`` naming the file and offset when the chunk is out of bounds,
+    ///   fails its CRC, or does not decompress.
+    public func readChunk(at offset: UInt64, kind: ChunkKind?, limit: UInt64) throws -> ChunkPayload {
+        // Readers pass a commit's end, which is never past `flushedEnd`, and never touch `pending`; only the
+        // writer passes `unlimited`, and its unwritten chunks are flushed before it reads them.
+        var end = limit
+        if limit == StorageFile.unlimited {
+            if offset >= flushedEnd.load(ordering: .relaxed) { try flushPending() }
+            end = flushedEnd.load(ordering: .relaxed)
+        }
+        let mapping = try mapping(covering: end)
+        guard offset < end, end - offset >= UInt64(FileFormat.chunkPrefixSize) else {
+            throw SofaError(.corruption, "pointer to offset \(offset) is past the end of data (\(end))",
+                            path: path, offset: Int(offset))
+        }
+        // The mapping covers [0, end) and `end` is within the written file, so these bytes are backed.
+        let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(end - offset))
+        let prefix = try Chunk.check(available, offset: offset, path: path, expecting: kind)
+        let stored = UnsafeRawBufferPointer(rebasing: available[FileFormat.chunkPrefixSize..<prefix.totalLength])
+        if prefix.isCompressed {
+            return try Chunk.decompress(stored, rawLength: prefix.rawLength, offset: offset, kind: prefix.kind,
+                                        path: path)
+        }
+        return ChunkPayload(mapping: mapping, base: stored.baseAddress ?? mapping.base, count: stored.count,
+                            offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
+    }
+
+    /// A limit that lets the writer read chunks it has not committed yet.
+    public static let unlimited = UInt64.max
+
+    /// The current mapping, remapped larger first when it does not reach `end`.
+    private func mapping(covering end: UInt64) throws -> Mapping {
+        try shared.withLock { s throws(SofaError) -> Mapping in
+            if s.closed { throw SofaError(.invalidArgument, "the file is closed", path: path) }
+            if UInt64(s.mapping.length) >= end { return s.mapping }
+            do {
+                s.mapping = try Mapping(fd: fd, length: Mapping.capacity(forFileSize: Int(end)), system: system)
+            } catch {
+                throw StorageFile.error(error, path: path)
+            }
+            return s.mapping
+        }
+    }
+
+    // MARK: - Writing
+
+    private func checkWritable() throws {
+        if options.readOnly {
+            throw SofaError(.readOnly, "the file was opened read-only", path: path)
+        }
+        if let failure {
+            throw SofaError(.writesRefused, "an earlier commit failed (\(failure.message)); reopen the file",
+                            path: path)
+        }
+    }
+
+    /// Appends a chunk (uncommitted until the next ``commit(roots:metadata:)``) and returns its offset.
+    ///
+    /// - Parameters:
+    ///   - kind: what the chunk holds.
+    ///   - payload: the bytes.
+    ///   - compress: store LZ4-compressed when that saves space.
+    /// - Returns: the chunk's offset and its length in the file (prefix included).
+    public func append(kind: ChunkKind, payload: UnsafeRawBufferPointer, compress: Bool) throws -> (offset: UInt64, length: Int) {
+        try checkWritable()
+        let offset = flushedEnd.load(ordering: .relaxed) + UInt64(pending.count)
+        let length = Chunk.append(kind: kind, payload: payload, compress: compress, to: &pending)
+        if pending.count >= StorageFile.flushThreshold { try flushPending() }
+        return (offset, length)
+    }
+
+    /// Writes buffered chunks to the file. A failed write discards everything uncommitted, so the file can
+    /// take new commits once the cause (a full disk) is gone.
+    private func flushPending() throws {
+        guard !pending.isEmpty else { return }
+        let at = flushedEnd.load(ordering: .relaxed)
+        do {
+            try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
+        } catch {
+            discardUncommitted()
+            throw StorageFile.error(error, path: path)
+        }
+        flushedEnd.store(at + UInt64(pending.count), ordering: .releasing)
+        pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
+    }
+
+    /// Forgets every chunk appended since the last commit. Roots built from them must be dropped too.
+    public func discardUncommitted() {
+        pending.removeAll(keepingCapacity: false)
+        let committed = latestCommit.endOffset
+        nodeCache.removeAll(atOrAbove: committed)
+        if flushedEnd.load(ordering: .relaxed) > committed {
+            flushedEnd.store(committed, ordering: .releasing)
+            try? system.ftruncate(fd, length: Int64(committed))
+        }
+    }
+
+    /// Makes everything appended so far, plus a header with `roots` and `metadata`, one atomic commit.
+    ///
+    /// With ``Durability/full``: write the data, `fdatasync`, write header + trailer, `fdatasync`. Readers see
+    /// the new commit only after it is complete. After a failed sync or header write the handle refuses writes
+    /// (`.writesRefused`) until reopened, since what reached the disk is then unknown.
+    ///
+    /// - Returns: the new commit's header.
+    @discardableResult
+    public func commit(roots: [NodePointer?], metadata: [UInt8]) throws -> CommitHeader {
+        try checkWritable()
+        precondition(roots.count <= CommitHeader.maximumRoots, "too many roots")
+        let previous = latestCommit
+        try flushPending()
+        let durable = options.durability == .full
+        do {
+            if durable { try system.fdatasync(fd) }
+        } catch {
+            failure = StorageFile.error(error, path: path)
+            throw failure!
+        }
+        var header = CommitHeader(commitNumber: previous.commitNumber + 1, previousHeaderOffset: previous.offset,
+                                  timestamp: CommitHeader.now(), roots: roots, metadata: metadata)
+        let headerOffset = flushedEnd.load(ordering: .relaxed)
+        var bytes: [UInt8] = []
+        header.encodePayload().withUnsafeBytes {
+            _ = Chunk.append(kind: .commitHeader, payload: $0, compress: false, to: &bytes)
+        }
+        CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
+        do {
+            try bytes.withUnsafeBytes { b in
+                try system.pwriteAll(fd, b, at: Int64(headerOffset))
+            }
+            if durable { try system.fdatasync(fd) }
+        } catch {
+            failure = StorageFile.error(error, path: path)
+            throw failure!
+        }
+        header.offset = headerOffset
+        header.endOffset = headerOffset + UInt64(bytes.count)
+        flushedEnd.store(header.endOffset, ordering: .releasing)
+        _ = try mapping(covering: header.endOffset)
+        shared.withLock { $0.header = header }
+        return header
+    }
+
+    /// Closes the file. Chunks already read stay valid (they hold the mapping); further calls fail.
+    public func close() throws {
+        let wasClosed = shared.withLock { s -> Bool in
+            defer { s.closed = true }
+            return s.closed
+        }
+        guard !wasClosed else { return }
+        pending.removeAll()
+        if !options.readOnly { system.unlock(fd) }
+        do { try system.close(fd) } catch { throw StorageFile.error(error, path: path) }
+    }
+}
