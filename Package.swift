@@ -9,6 +9,10 @@
 //   SofaStorage    the append-only file and the copy-on-write B+tree
 //   Sofa           JSON, collation, documents, views, queries and the public API
 //   sofa           the command-line tool (tools/sofa)
+//   crash-worker   the child process the crash tests kill (tools/crash-worker)
+//
+// Products: `Sofa` (the database) and `SofaStorage` (the engine alone: file + B+tree, for the engine-level
+// benchmarks and anyone who wants a memcmp-ordered tree with stored reductions).
 import PackageDescription
 
 let releaseTuning: [SwiftSetting] = [
@@ -20,6 +24,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "Sofa", targets: ["Sofa"]),
+        .library(name: "SofaStorage", targets: ["SofaStorage"]),
         .executable(name: "sofa", targets: ["sofa"]),
     ],
     dependencies: [
@@ -53,7 +58,11 @@ let package = Package(
             dependencies: ["Sofa", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "tools/sofa",
             swiftSettings: releaseTuning),
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage"]),
+        .executableTarget(
+            name: "crash-worker", dependencies: ["SofaStorage"], path: "tools/crash-worker",
+            swiftSettings: releaseTuning),
+        // The crash tests run `crash-worker` as a child process; depending on it makes `swift test` build it.
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
         .testTarget(name: "SofaTests", dependencies: ["Sofa"]),
     ]
 )

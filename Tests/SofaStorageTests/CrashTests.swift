@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+@testable import SofaStorage
+
+/// Process crashes (RELIABILITY.md R1): the `crash-worker` child commits a seeded workload and is killed with
+/// SIGKILL at random moments, again and again on the same file. After each kill the file must reopen at a
+/// commit r with lastAck ≤ r ≤ lastBegin whose content equals the model after r commits, and verify clean.
+///
+/// `SOFA_CRASH_KILLS` sets the number of kills (default 60; `make crash-test` runs thousands).
+@Suite struct CrashTests {
+    /// The directory holding this test binary, where SwiftPM also puts the `crash-worker` executable.
+    static var productsDirectory: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        // The XCTest bundle layout nests the binary one level deeper on some toolchains.
+        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("crash-worker").path) {
+            dir = dir.deletingLastPathComponent()
+        }
+        return dir.path
+    }
+
+    @Test func killedWriterAlwaysRecoversToAnAcknowledgedCommit() throws {
+        let worker = Self.productsDirectory + "/crash-worker"
+        try #require(FileManager.default.isExecutableFile(atPath: worker), "build the crash-worker first: \(worker)")
+        let kills = Int(ProcessInfo.processInfo.environment["SOFA_CRASH_KILLS"] ?? "") ?? 60
+        for seed in SeededGenerator.seeds(fixed: [31]) {
+            try run(worker: worker, seed: seed, kills: kills)
+        }
+    }
+
+    func run(worker: String, seed: UInt64, kills: Int) throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("tree")
+        var rng = SeededGenerator(seed: seed)
+        var killedMidCommit = 0
+        for kill in 1...kills {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: worker)
+            process.arguments = ["tree", path, String(seed)]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            usleep(UInt32.random(in: 2_000...40_000, using: &rng))
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            var lastBegin = 0, lastAck = 0
+            for line in log.split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let k = Int(parts[1]) else { continue }
+                if parts[0] == "BEGIN" { lastBegin = k } else if parts[0] == "ACK" { lastAck = k }
+            }
+            guard FileManager.default.fileExists(atPath: path) else { continue }  // killed before creating it
+            let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+            let recovered = Int(file.latestCommit.commitNumber) - 1
+            let context = "seed \(seed) kill \(kill): begin \(lastBegin) ack \(lastAck) recovered \(recovered)"
+            if lastBegin > 0 {
+                #expect(recovered >= lastAck && recovered <= lastBegin, "\(context)")
+            }
+            if lastBegin > lastAck { killedMidCommit += 1 }
+            let tree = BTree(file: file, commit: file.latestCommit, index: 0,
+                             configuration: CrashWorkload.configuration)
+            let rows = try tree.rows()
+            let model = CrashWorkload.model(seed: seed, commits: recovered)
+            #expect(rows.map(\.key) == model.map(\.key) && rows.map(\.value) == model.map(\.value), "\(context)")
+            expectSound(tree, context)
+            try file.close()
+        }
+        #expect(killedMidCommit > 0, "no kill landed inside a commit; the test did not test much")
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+@testable import SofaStorage
+
+/// Failing system calls (RELIABILITY.md R2, R7, R8): every crash point of a workload, single and persistent
+/// failures of each call, a full disk. The oracle: a typed error, no trap, no descriptor leak, and on
+/// reopening the newest commit that returned (or the one in flight) with exactly its content.
+@Suite struct FaultInjectionTests {
+    static let seed: UInt64 = 21
+
+    /// Runs workload commits 1…`commits` on `path` through `calls`; returns how many returned.
+    static func runWorkload(_ path: String, calls: FaultInjectingSystemCalls, commits: Int) -> Int {
+        var acked = 0
+        do {
+            let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: calls)
+            defer { try? file.close() }
+            var tree = BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            for k in 1...commits {
+                tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
+                try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
+                acked = k
+            }
+        } catch {
+            #expect(error is SofaError, "untyped error \(error)")
+        }
+        return acked
+    }
+
+    /// Descriptors of this process open on files under `directory` (tests run in parallel, so only ours count).
+    static func openFileDescriptors(under directory: String) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.filter { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"))?
+                .hasPrefix(directory) ?? false
+        }.count
+    }
+
+    @Test func everyCrashPointRecoversToAnAcknowledgedOrInFlightCommit() throws {
+        let commits = 6
+        var n = 1
+        var points = 0
+        while true {
+            let dir = TemporaryDirectory()
+            let path = dir.file("tree")
+            try StorageFile(path: path).close()  // created before the faults start
+            let calls = FaultInjectingSystemCalls()
+            calls.crashAfter(writesAndSyncs: n)
+            let acked = Self.runWorkload(path, calls: calls, commits: commits)
+            let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+            let recovered = Int(file.latestCommit.commitNumber) - 1
+            #expect(recovered >= acked && recovered <= acked + 1, "crash point \(n): acked \(acked), recovered \(recovered)")
+            try RecoveryTests.expectCommit(path, seed: Self.seed, expected: recovered, "crash point \(n)")
+            points += 1
+            if calls.failuresInjected == 0 { break }  // the workload finished before the crash point
+            n += 1
+        }
+        #expect(points > 3 * 6)
+    }
+
+    @Test(arguments: [FaultInjectingSystemCalls.Call.pwrite, .fdatasync, .ftruncate])
+    func singleFailureIsTypedAndLeavesCommittedDataIntact(call: FaultInjectingSystemCalls.Call) throws {
+        for nth in 1...6 {
+            let dir = TemporaryDirectory()
+            let path = dir.file("tree")
+            try StorageFile(path: path).close()
+            let calls = FaultInjectingSystemCalls()
+            calls.arm(.init(call: call, nth: nth, persistent: false, errno: EIO))
+            let acked = Self.runWorkload(path, calls: calls, commits: 5)
+            #expect(Self.openFileDescriptors(under: dir.path) == 0, "\(call) #\(nth): descriptor leak")
+            let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+            let recovered = Int(file.latestCommit.commitNumber) - 1
+            #expect(recovered >= acked && recovered <= acked + 1, "\(call) #\(nth)")
+            try RecoveryTests.expectCommit(path, seed: Self.seed, expected: recovered, "\(call) #\(nth)")
+        }
+    }
+
+    @Test func failedSyncRefusesFurtherWritesUntilReopened() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("tree")
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration)
+        tree = try tree.modified(by: [.put([1], int64Value(1))])
+        try file.commit(roots: [tree.root], metadata: [])
+        calls.arm(.init(call: .fdatasync, nth: 1))
+        tree = try tree.modified(by: [.put([2], int64Value(2))])
+        #expect { try file.commit(roots: [tree.root], metadata: []) } throws: { ($0 as? SofaError)?.code == .ioError }
+        #expect { try file.commit(roots: [tree.root], metadata: []) } throws: {
+            ($0 as? SofaError)?.code == .writesRefused
+        }
+        #expect {
+            _ = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+                .modified(by: [.put([3], int64Value(3))])
+        } throws: { ($0 as? SofaError)?.code == .writesRefused }
+        try file.close()
+        let reopened = try StorageFile(path: path)
+        let t = BTree(file: reopened, commit: reopened.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+        #expect(try t.get([1]) == int64Value(1))
+        _ = try t.modified(by: [.put([4], int64Value(4))])
+    }
+
+    @Test func diskFullFailsCleanlyAndWritesResume() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("tree")
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
+        let config = BTreeConfiguration(nodeSize: 256, reducer: Int64SumReducer())
+        var tree = BTree(file: file, root: nil, configuration: config)
+        tree = try tree.modified(by: (0..<100).map { .put(numericKey($0), int64Value(1)) })
+        try file.commit(roots: [tree.root], metadata: [])
+        let committed = tree
+        calls.arm(.init(call: .pwrite, nth: 1, persistent: true, errno: ENOSPC))
+        #expect {
+            let bigger = try committed.modified(by: (100..<20_000).map { .put(numericKey($0), int64Value(1)) })
+            try file.commit(roots: [bigger.root], metadata: [])
+        } throws: { ($0 as? SofaError)?.code == .diskFull }
+        calls.arm(nil)  // space freed
+        let retry = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+            .modified(by: (100..<200).map { .put(numericKey($0), int64Value(1)) })
+        try file.commit(roots: [retry.root], metadata: [])
+        try file.close()
+        let reopened = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+        let t = BTree(file: reopened, commit: reopened.latestCommit, index: 0, configuration: config)
+        #expect(t.rowCount == 200)
+        expectSound(t)
+    }
+}

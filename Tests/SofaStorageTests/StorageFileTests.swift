@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+@testable import SofaStorage
+
+/// The file layer: commits, reopening, locking, read-only opening, append-only growth.
+@Suite struct StorageFileTests {
+    @Test func newFileHasOneEmptyCommitAndSurvivesReopen() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("f")
+        do {
+            let file = try StorageFile(path: path)
+            #expect(file.latestCommit.commitNumber == 1)
+            #expect(file.latestCommit.roots.isEmpty)
+            let a = try [UInt8]("hello".utf8).withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }
+            let header = try file.commit(roots: [], metadata: [1, 2, 3])
+            #expect(header.commitNumber == 2)
+            #expect(try file.readChunk(at: a.offset, kind: .value, limit: header.endOffset).bytes == Array("hello".utf8))
+            try file.close()
+        }
+        let again = try StorageFile(path: path)
+        #expect(again.latestCommit.commitNumber == 2)
+        #expect(again.latestCommit.metadata == [1, 2, 3])
+        #expect(again.latestCommit.endOffset == UInt64(readFile(path).count))
+    }
+
+    @Test func compressedChunksRoundTripAndShrink() throws {
+        let dir = TemporaryDirectory()
+        let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))
+        let text = [UInt8](String(repeating: "sofa collation ", count: 200).utf8)
+        let c = try text.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: true) }
+        #expect(c.length < text.count / 4)
+        let header = try file.commit(roots: [], metadata: [])
+        let back = try file.readChunk(at: c.offset, kind: .value, limit: header.endOffset)
+        #expect(back.bytes == text)
+        #expect(back.isOwned)
+    }
+
+    @Test func secondWriterIsLockedOutButReadersAreNot() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("f")
+        let writer = try StorageFile(path: path)
+        #expect {
+            _ = try StorageFile(path: path)
+        } throws: { ($0 as? SofaError)?.code == .locked }
+        let reader = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+        #expect(reader.latestCommit.commitNumber == 1)
+        try writer.close()
+        _ = try StorageFile(path: path)  // the lock went with the writer
+    }
+
+    @Test func readOnlyNeverWritesOrCreates() throws {
+        let dir = TemporaryDirectory()
+        let missing = dir.file("missing")
+        #expect {
+            _ = try StorageFile(path: missing, options: StorageOptions(readOnly: true))
+        } throws: { ($0 as? SofaError)?.code == .notFound }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+
+        let path = dir.file("f")
+        do {
+            let file = try StorageFile(path: path)
+            var tree = BTree(file: file, root: nil, configuration: BTreeConfiguration())
+            tree = try tree.modified(by: [.put([1], [2])])
+            try file.commit(roots: [tree.root], metadata: [])
+            try file.close()
+        }
+        // Garbage after the last commit must stay where it is for a read-only opener.
+        var bytes = readFile(path)
+        bytes += [0xde, 0xad, 0xbe, 0xef]
+        writeFile(path, bytes)
+        chmod(path, 0o444)
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(readOnly: true), system: calls)
+        let tree = BTree(file: file, commit: file.latestCommit, index: 0, configuration: BTreeConfiguration())
+        #expect(try tree.get([1]) == [2])
+        #expect {
+            _ = try [UInt8](repeating: 0, count: 8).withUnsafeBytes {
+                try file.append(kind: .value, payload: $0, compress: false)
+            }
+        } throws: { ($0 as? SofaError)?.code == .readOnly }
+        #expect(throws: SofaError.self) { try file.commit(roots: [], metadata: []) }
+        for call in FaultInjectingSystemCalls.Call.allCases where call.isWriteOrSync || call == .lock {
+            #expect(calls.count(call) == 0, "read-only opening made a \(call) call")
+        }
+        #expect(readFile(path) == bytes)
+    }
+
+    @Test func writableOpenCutsGarbageTailAndKeepsGoing() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("f")
+        var end: UInt64 = 0
+        do {
+            let file = try StorageFile(path: path)
+            end = try file.commit(roots: [], metadata: [9]).endOffset
+            try file.close()
+        }
+        writeFile(path, readFile(path) + [UInt8](repeating: 0x55, count: 1000))
+        let file = try StorageFile(path: path)
+        #expect(file.latestCommit.metadata == [9])
+        #expect(UInt64(readFile(path).count) == end)
+        try file.commit(roots: [], metadata: [10])
+        try file.close()
+        #expect(try StorageFile(path: path).latestCommit.metadata == [10])
+    }
+
+    @Test func notASofaFileIsRefusedClearly() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("f")
+        writeFile(path, [UInt8]("this is not a database, just some text that is long enough".utf8))
+        #expect {
+            _ = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+        } throws: { error in
+            guard let e = error as? SofaError else { return false }
+            return e.code == .unsupportedFormat || e.code == .corruption
+        }
+    }
+
+    @Test func readersKeepTheirSnapshotWhileTheWriterCommits() throws {
+        let dir = TemporaryDirectory()
+        let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))
+        let config = BTreeConfiguration(nodeSize: 256, reducer: Int64SumReducer())
+        var tree = BTree(file: file, root: nil, configuration: config)
+        tree = try tree.modified(by: (0..<500).map { .put(numericKey($0), int64Value(1)) })
+        let first = try file.commit(roots: [tree.root], metadata: [])
+        let snapshot = BTree(file: file, commit: first, index: 0, configuration: config)
+        for round in 1...20 {
+            tree = try tree.modified(by: (0..<500).map { .put(numericKey($0), int64Value(Int64(round))) })
+            try file.commit(roots: [tree.root], metadata: [])
+        }
+        #expect(snapshot.rowCount == 500)
+        #expect(Int64SumReducer.decode(try snapshot.reduce().value) == 500)
+        #expect(try snapshot.rows().allSatisfy { $0.value == int64Value(1) })
+        expectSound(snapshot)
+    }
+}
