@@ -44,16 +44,18 @@ extension BTree {
                             into parts: inout Parts) throws {
         let node = try node(at: offset)
         if node.isLeaf {
-            var rows: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
-            for i in 0..<node.count where range.contains(node.key(i)) {
-                rows.append((node.key(i), node.value(i)))
+            let span = leafSpan(node, range)
+            if !span.isEmpty {
+                try parts.addRows(span.map { (node.key($0), node.value($0)) })
             }
-            try parts.addRows(rows)
             return
         }
-        for i in 0..<node.count {
+        guard let span = childSpan(node, range) else { return }
+        for i in span {
             let childLow = i == 0 ? low : node.key(i - 1)
-            switch classify(range, low: childLow, high: node.key(i)) {
+            let placement = i == span.lowerBound || i == span.upperBound
+                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            switch placement {
             case .below: continue
             case .above: return
             case .inside: parts.addSubtree(node.childRowCount(i), Array(node.value(i)))
@@ -91,14 +93,17 @@ extension BTree {
                             fold: inout GroupFold) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
-            for i in 0..<node.count where range.contains(node.key(i)) {
-                if try !fold.addRow(node.key(i), node.value(i)) { return false }
+            for i in leafSpan(node, range) where try !fold.addRow(node.key(i), node.value(i)) {
+                return false
             }
             return try fold.leaveLeaf()
         }
-        for i in 0..<node.count {
+        guard let span = childSpan(node, range) else { return true }
+        for i in span {
             let childLow = i == 0 ? low : node.key(i - 1)
-            switch classify(range, low: childLow, high: node.key(i)) {
+            let placement = i == span.lowerBound || i == span.upperBound
+                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            switch placement {
             case .below: continue
             case .above: return true
             case .inside where fold.currentGroupContains(node.key(i)):

@@ -94,6 +94,10 @@ extension BTree {
         state.statistics.depth = max(state.statistics.depth, depth)
         state.statistics.storedBytes += UInt64(fileLength)
         state.statistics.rawBytes += UInt64(node.payload.count)
+        for i in 1..<max(1, node.count) where compareBytes(node.key(i - 1), node.key(i)) >= 0 {
+            problem("keys are not in ascending order at entry \(i)", offset, &state)
+            break
+        }
         if let low, low.withUnsafeBytes({ compareBytes(node.key(0), $0) }) <= 0 {
             problem("first key is not above the parent's previous separator", offset, &state)
         }

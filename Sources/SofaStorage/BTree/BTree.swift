@@ -125,14 +125,9 @@ public struct BTree: Sendable {
     ) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
-            var first = 0, last = node.count - 1
-            if let lower = range.lower {
-                first = lower.key.withUnsafeBytes { node.lowerBound($0, strictly: !lower.inclusive) }
-            }
-            if let upper = range.upper {
-                last = upper.key.withUnsafeBytes { node.lowerBound($0, strictly: upper.inclusive) } - 1
-            }
-            guard first <= last else { return true }
+            let span = leafSpan(node, range)
+            guard !span.isEmpty else { return true }
+            let first = span.lowerBound, last = span.upperBound - 1
             let available = UInt64(last - first + 1)
             if skip >= available {
                 skip -= available
@@ -149,14 +144,16 @@ public struct BTree: Sendable {
             }
             return true
         }
+        guard let span = childSpan(node, range) else { return true }
         let step = descending ? -1 : 1
-        var i = descending ? node.count - 1 : 0
-        while i >= 0 && i < node.count {
+        var i = descending ? span.upperBound : span.lowerBound
+        while span.contains(i) {
             defer { i += step }
             let childLow = i == 0 ? low : node.key(i - 1)
-            switch classify(range, low: childLow, high: node.key(i)) {
-            case .below: if descending { return true } else { continue }
-            case .above: if descending { continue } else { return true }
+            let placement = i == span.lowerBound || i == span.upperBound
+                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            switch placement {
+            case .below, .above: continue
             case .inside where skip >= node.childRowCount(i):
                 skip -= node.childRowCount(i)
             case .inside, .partial:
@@ -167,6 +164,34 @@ public struct BTree: Sendable {
             }
         }
         return true
+    }
+
+    /// The entries of a leaf inside `range`, by binary search.
+    package func leafSpan(_ node: Node, _ range: KeyRange) -> Range<Int> {
+        var first = 0, end = node.count
+        if let lower = range.lower {
+            first = lower.key.withUnsafeBytes { node.lowerBound($0, strictly: !lower.inclusive) }
+        }
+        if let upper = range.upper {
+            end = upper.key.withUnsafeBytes { node.lowerBound($0, strictly: upper.inclusive) }
+        }
+        return first < end ? first..<end : first..<first
+    }
+
+    /// The children of an inner node that can hold keys of `range`, found by binary search: child i holds
+    /// keys in (key[i-1], key[i]], so the first is the first child whose largest key reaches the lower
+    /// bound, and the last is the first whose largest key reaches the upper bound. Children strictly between
+    /// them lie wholly inside the range; only the two ends need `classify`.
+    package func childSpan(_ node: Node, _ range: KeyRange) -> ClosedRange<Int>? {
+        var first = 0
+        if let lower = range.lower {
+            first = lower.key.withUnsafeBytes { node.lowerBound($0, strictly: !lower.inclusive) }
+        }
+        var last = node.count - 1
+        if let upper = range.upper {
+            last = min(last, upper.key.withUnsafeBytes { node.lowerBound($0) })
+        }
+        return first <= last ? first...last : nil
     }
 
     /// Where a subtree holding keys in (low, high] lies relative to `range`.

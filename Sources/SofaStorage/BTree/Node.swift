@@ -10,91 +10,91 @@
 /// so child i holds exactly the keys in (key[i-1], key[i]] (the last child's key is the subtree's maximum).
 ///
 /// Decoding validates every length against the payload once and records where each field is, so the
-/// accessors below read without further checks. Invariant: each node is reachable from exactly one parent
+/// accessors below read without further checks (and damaged bytes can never make them read out of bounds). Invariant: each node is reachable from exactly one parent
 /// in a commit (copy-on-write never shares a node between two places of one tree).
 package final class Node: @unchecked Sendable {
     package let payload: ChunkPayload
     package let isLeaf: Bool
     package let count: Int
-    /// Per entry: key start, key length, then value start, value length (leaf) or pointer start,
-    /// reduction start, reduction length (inner) — offsets into the payload.
-    private let keyStart: [Int32]
-    private let keyLength: [Int32]
-    private let valueStart: [Int32]
-    private let valueLength: [Int32]
-    /// Inner nodes only: the decoded pointer fields other than the reduction.
-    private let childOffset: [UInt64]
-    private let childRows: [UInt64]
-    private let childSize: [UInt64]
+    /// Where each entry's key and value (leaf) or reduction (inner) sit in the payload.
+    private struct Layout {
+        var keyStart: Int32
+        var keyLength: Int32
+        var valueStart: Int32
+        var valueLength: Int32
+    }
+
+    /// Inner nodes only: the pointer fields other than the reduction.
+    private struct Child {
+        var offset: UInt64
+        var rows: UInt64
+        var size: UInt64
+    }
+
+    private let layout: [Layout]
+    private let children: [Child]
 
     /// Decodes and validates a node chunk's payload.
     ///
-    /// - Throws: `.corruption` naming the file and offset when a length runs past the payload, the count is 0,
-    ///   or keys do not ascend.
+    /// - Throws: `.corruption` naming the file and offset when a length runs past the payload or the count is
+    ///   0. Key order is not checked here (a node that passed its CRC was written in order by construction);
+    ///   `BTree.verify()` checks it.
     package init(payload: ChunkPayload, isLeaf: Bool, path: String) throws {
         self.payload = payload
         self.isLeaf = isLeaf
-        var ks: [Int32] = [], kl: [Int32] = [], vs: [Int32] = [], vl: [Int32] = []
-        var co: [UInt64] = [], cr: [UInt64] = [], cs: [UInt64] = []
-        let n: Int = try payload.withUnsafeBytes { bytes in
+        var layout: [Layout] = []
+        var children: [Child] = []
+        try payload.withUnsafeBytes { bytes in
             var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
             let n = try r.readLength(limit: bytes.count)
             guard n > 0 else { throw r.corruption("node has no entries") }
-            ks.reserveCapacity(n); kl.reserveCapacity(n); vs.reserveCapacity(n); vl.reserveCapacity(n)
-            if !isLeaf { co.reserveCapacity(n); cr.reserveCapacity(n); cs.reserveCapacity(n) }
-            var previous: UnsafeRawBufferPointer?
+            layout.reserveCapacity(n)
+            if !isLeaf { children.reserveCapacity(n) }
             for _ in 0..<n {
-                let keyAt = r.position
                 let key = try r.readLengthPrefixed()
-                if let previous, compareBytes(previous, key) >= 0 {
-                    throw r.corruption("node keys are not in ascending order (entry at payload offset \(keyAt))")
+                let keyStart = Int32(key.baseAddress! - bytes.baseAddress!)
+                if !isLeaf {
+                    let offset: UInt64 = try r.readLittleEndian()
+                    let rows = try r.readVarint()
+                    let size = try r.readVarint()
+                    children.append(Child(offset: offset, rows: rows, size: size))
                 }
-                previous = key
-                ks.append(Int32(key.baseAddress! - bytes.baseAddress!))
-                kl.append(Int32(key.count))
-                if isLeaf {
-                    let value = try r.readLengthPrefixed()
-                    vs.append(Int32(value.baseAddress! - bytes.baseAddress!))
-                    vl.append(Int32(value.count))
-                } else {
-                    co.append(try r.readLittleEndian())
-                    cr.append(try r.readVarint())
-                    cs.append(try r.readVarint())
-                    let reduction = try r.readLengthPrefixed()
-                    vs.append(Int32(reduction.baseAddress! - bytes.baseAddress!))
-                    vl.append(Int32(reduction.count))
-                }
+                let value = try r.readLengthPrefixed()
+                layout.append(Layout(keyStart: keyStart, keyLength: Int32(key.count),
+                                     valueStart: Int32(value.baseAddress! - bytes.baseAddress!),
+                                     valueLength: Int32(value.count)))
             }
             guard r.isAtEnd else { throw r.corruption("node has \(r.remaining) bytes after its last entry") }
-            return n
         }
-        count = n
-        keyStart = ks; keyLength = kl; valueStart = vs; valueLength = vl
-        childOffset = co; childRows = cr; childSize = cs
+        count = layout.count
+        self.layout = layout
+        self.children = children
     }
 
     /// Approximate memory held, for the cache's budget.
-    package var memoryCost: Int { (payload.isOwned ? payload.count : 0) + count * 40 + 128 }
+    package var memoryCost: Int { (payload.isOwned ? payload.count : 0) + count * 40 + 160 }
 
     /// The key of entry `i`. Valid while this node lives.
     package func key(_ i: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: payload.base + Int(keyStart[i]), count: Int(keyLength[i]))
+        let l = layout[i]
+        return UnsafeRawBufferPointer(start: payload.base + Int(l.keyStart), count: Int(l.keyLength))
     }
 
     /// The value of leaf entry `i`, or the stored reduction of inner entry `i`.
     package func value(_ i: Int) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: payload.base + Int(valueStart[i]), count: Int(valueLength[i]))
+        let l = layout[i]
+        return UnsafeRawBufferPointer(start: payload.base + Int(l.valueStart), count: Int(l.valueLength))
     }
 
     /// Inner nodes: the pointer to child `i`.
     package func child(_ i: Int) -> NodePointer {
-        NodePointer(offset: childOffset[i], rowCount: childRows[i], subtreeSize: childSize[i],
-                    reduction: Array(value(i)))
+        let c = children[i]
+        return NodePointer(offset: c.offset, rowCount: c.rows, subtreeSize: c.size, reduction: Array(value(i)))
     }
 
-    package func childOffset(_ i: Int) -> UInt64 { childOffset[i] }
-    package func childRowCount(_ i: Int) -> UInt64 { childRows[i] }
-    package func childSubtreeSize(_ i: Int) -> UInt64 { childSize[i] }
+    package func childOffset(_ i: Int) -> UInt64 { children[i].offset }
+    package func childRowCount(_ i: Int) -> UInt64 { children[i].rows }
+    package func childSubtreeSize(_ i: Int) -> UInt64 { children[i].size }
 
     /// The first index whose key is ≥ `key` (or > `key` when `strictly`); `count` when there is none.
     package func lowerBound(_ key: UnsafeRawBufferPointer, strictly: Bool = false) -> Int {

@@ -41,6 +41,7 @@ package struct NodeWriter {
         let (offset, length) = try scratch.withUnsafeBytes {
             try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
         }
+        try cacheWrittenNode(at: offset, length: length, kind: .leaf)
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
@@ -67,9 +68,19 @@ package struct NodeWriter {
         let (offset, length) = try scratch.withUnsafeBytes {
             try file.append(kind: .inner, payload: $0, compress: configuration.compress)
         }
+        try cacheWrittenNode(at: offset, length: length, kind: .inner)
         let pointer = NodePointer(offset: offset, rowCount: rows, subtreeSize: size + UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: children.last!.key, pointer: pointer)
+    }
+
+    /// Puts the node just encoded in `scratch` into the file's cache (write-through), so reading it back
+    /// soon after — the next batch, or queries right after an index build — costs no decompression.
+    private func cacheWrittenNode(at offset: UInt64, length: Int, kind: ChunkKind) throws {
+        let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, scratch.count), alignment: 8)
+        scratch.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        let payload = ChunkPayload(taking: copy, count: scratch.count, offset: offset, kind: kind, fileLength: length)
+        file.nodeCache.insert(try Node(payload: payload, isLeaf: kind == .leaf, path: file.path), at: offset)
     }
 
     /// Splits items of the given sizes into runs of about equal size, each at most `nodeSize` where possible

@@ -65,35 +65,22 @@ package enum Chunk {
 
     /// Appends one framed chunk to `buffer` and returns its length in bytes.
     ///
-    /// With `compress`, the payload is stored LZ4-compressed when that saves at least 1/16 of its size.
+    /// With a `compressor`, the payload is stored LZ4-compressed when that saves at least 1/16 of its size.
     package static func append(
-        kind: ChunkKind, payload: UnsafeRawBufferPointer, compress: Bool, to buffer: inout [UInt8]
+        kind: ChunkKind, payload: UnsafeRawBufferPointer, compressor: Compressor?, to buffer: inout [UInt8]
     ) -> Int {
         precondition(payload.count <= FileFormat.maximumChunkSize, "chunk payload too large")
         let start = buffer.count
         var flags: UInt8 = 0
         var stored = payload.count
-        if compress && payload.count >= minimumCompressibleSize {
-            let bound = Int(LZ4_compressBound(Int32(payload.count)))
-            buffer.append(contentsOf: repeatElement(0, count: FileFormat.chunkPrefixSize + bound))
-            let written = buffer.withUnsafeMutableBytes { out -> Int in
-                let dst = out.baseAddress! + start + FileFormat.chunkPrefixSize
-                return Int(LZ4_compress_default(
-                    payload.baseAddress!.assumingMemoryBound(to: CChar.self),
-                    dst.assumingMemoryBound(to: CChar.self), Int32(payload.count), Int32(bound)))
-            }
-            if written > 0 && written <= payload.count - payload.count / 16 {
-                flags = FileFormat.flagLZ4
-                stored = written
-                buffer.removeLast(bound - written)
-            } else {
-                buffer.removeLast(FileFormat.chunkPrefixSize + bound)
-            }
+        buffer.append(contentsOf: repeatElement(0, count: FileFormat.chunkPrefixSize))
+        if let compressor, payload.count >= minimumCompressibleSize,
+           let compressed = compressor.compress(payload), compressed.count <= payload.count - payload.count / 16 {
+            flags = FileFormat.flagLZ4
+            stored = compressed.count
+            buffer.append(contentsOf: compressed)
         }
-        if flags == 0 {
-            buffer.append(contentsOf: repeatElement(0, count: FileFormat.chunkPrefixSize))
-            buffer.append(contentsOf: payload)
-        }
+        if flags == 0 { buffer.append(contentsOf: payload) }
         buffer.withUnsafeMutableBytes { out in
             let p = out.baseAddress! + start
             p.storeBytes(of: UInt32(stored).littleEndian, toByteOffset: 4, as: UInt32.self)
@@ -106,6 +93,12 @@ package enum Chunk {
             p.storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
         }
         return buffer.count - start
+    }
+
+    /// Appends one uncompressed chunk (file and commit headers).
+    package static func appendUncompressed(kind: ChunkKind, payload: UnsafeRawBufferPointer,
+                                           to buffer: inout [UInt8]) -> Int {
+        append(kind: kind, payload: payload, compressor: nil, to: &buffer)
     }
 
     /// The decoded prefix of a chunk.
@@ -163,5 +156,44 @@ package enum Chunk {
         }
         return ChunkPayload(taking: out, count: rawLength, offset: offset, kind: kind,
                             fileLength: FileFormat.chunkPrefixSize + stored.count)
+    }
+}
+
+/// An LZ4 block compressor that reuses its state and output buffer between chunks.
+///
+/// `LZ4_compress_default` clears a 16 KiB state on every call, which costs more than compressing a 4 KiB node;
+/// resetting a kept stream with `LZ4_resetStream_fast` and compressing with `LZ4_compress_fast_continue`
+/// produces the same independent blocks (the stream holds no dictionary after the reset) without that cost.
+/// Not thread-safe: one per writer.
+package final class Compressor {
+    private let stream: UnsafeMutablePointer<LZ4_stream_t>
+    private var output: UnsafeMutableRawBufferPointer
+    /// LZ4's acceleration: 1 compresses best; higher values trade ratio for speed.
+    package let acceleration: Int32
+
+    package init(acceleration: Int32 = 1) {
+        stream = LZ4_createStream()
+        output = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        self.acceleration = acceleration
+    }
+
+    deinit {
+        LZ4_freeStream(stream)
+        output.deallocate()
+    }
+
+    /// The compressed bytes of `payload` (valid until the next call), or `nil` if LZ4 failed.
+    package func compress(_ payload: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        let bound = Int(LZ4_compressBound(Int32(payload.count)))
+        if output.count < bound {
+            output.deallocate()
+            output = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 16)
+        }
+        LZ4_resetStream_fast(stream)
+        let n = LZ4_compress_fast_continue(
+            stream, payload.baseAddress!.assumingMemoryBound(to: CChar.self),
+            output.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(payload.count), Int32(bound),
+            acceleration)
+        return n > 0 ? UnsafeRawBufferPointer(rebasing: output[0..<Int(n)]) : nil
     }
 }

@@ -67,6 +67,7 @@ public final class StorageFile: @unchecked Sendable {
 
     // Writer-only state: touched only by the single writer, under the caller's write serialization.
     private var pending: [UInt8] = []
+    private let compressor = Compressor()
     private var failure: SofaError?
 
     /// Bytes buffered before they are written out in one `pwrite`.
@@ -160,12 +161,12 @@ public final class StorageFile: @unchecked Sendable {
         payload.appendLittleEndian(kind)
         payload.appendLittleEndian(UInt32(0))
         payload.appendLittleEndian(CommitHeader.now())
-        payload.withUnsafeBytes { _ = Chunk.append(kind: .fileHeader, payload: $0, compress: false, to: &bytes) }
+        payload.withUnsafeBytes { _ = Chunk.appendUncompressed(kind: .fileHeader, payload: $0, to: &bytes) }
         let first = CommitHeader(commitNumber: 1, previousHeaderOffset: 0, timestamp: CommitHeader.now(),
                                  roots: [], metadata: [])
         let headerOffset = UInt64(bytes.count)
         first.encodePayload().withUnsafeBytes {
-            _ = Chunk.append(kind: .commitHeader, payload: $0, compress: false, to: &bytes)
+            _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
         do {
@@ -275,7 +276,8 @@ public final class StorageFile: @unchecked Sendable {
     public func append(kind: ChunkKind, payload: UnsafeRawBufferPointer, compress: Bool) throws -> (offset: UInt64, length: Int) {
         try checkWritable()
         let offset = flushedEnd.load(ordering: .relaxed) + UInt64(pending.count)
-        let length = Chunk.append(kind: kind, payload: payload, compress: compress, to: &pending)
+        let length = Chunk.append(kind: kind, payload: payload, compressor: compress ? compressor : nil,
+                                  to: &pending)
         if pending.count >= StorageFile.flushThreshold { try flushPending() }
         return (offset, length)
     }
@@ -331,7 +333,7 @@ public final class StorageFile: @unchecked Sendable {
         let headerOffset = flushedEnd.load(ordering: .relaxed)
         var bytes: [UInt8] = []
         header.encodePayload().withUnsafeBytes {
-            _ = Chunk.append(kind: .commitHeader, payload: $0, compress: false, to: &bytes)
+            _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
         do {
