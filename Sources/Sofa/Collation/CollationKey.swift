@@ -107,7 +107,7 @@ public struct CollationKey: Hashable, Comparable, Sendable {
         guard end == bytes.count else {
             throw SofaError(
                 .invalidCollationKey,
-                "collation key has \(bytes.count - end) byte(s) after its value; a key is exactly one value",
+                "malformed collation key: \(bytes.count - end) byte(s) follow its value; a key is exactly one value",
                 offset: end)
         }
         self.bytes = bytes

@@ -6,7 +6,7 @@ import CSofaICU
 /// because a `UCollator` must not be used by two threads at once. Swift never sees an ICU type or header here
 /// (TOOLCHAIN.md: Foundation carries its own ICU, and the two sets of headers cannot meet in one module).
 ///
-/// Facts of this order that the rest of Sofa relies on, all checked by `ICUCollatorTests`:
+/// Facts of this order that the rest of Sofa relies on, all checked by `ICUCollationTests`:
 /// - symbols before digits before letters, lowercase before uppercase only as a tie-break:
 ///   `"~" < "1" < "a" < "A" < "aa" < "b" < "B"`;
 /// - accents are a secondary difference: `"resume" < "résumé" < "Résumé" < "resumes"`;

@@ -158,3 +158,15 @@ func describe(_ value: JSON) -> String {
         return "{" + members.map { describe(.string($0.key)) + ": " + describe($0.value) }.joined(separator: ", ") + "}"
     }
 }
+
+/// An error from code under test in a randomized test, with the seed to replay it.
+struct SeededFailure: Error, CustomStringConvertible {
+    let underlying: any Error
+    var description: String { "\(underlying) [replay with \(CollationRandom.replay)]" }
+}
+
+/// Runs `body`, adding the run's seed to any error it throws, so that a randomized test's thrown failures name
+/// the seed as its expectation failures do.
+func seeded<T>(_ body: @autoclosure () throws -> T) throws -> T {
+    do { return try body() } catch { throw SeededFailure(underlying: error) }
+}

@@ -4,7 +4,7 @@ import Testing
 
 /// ICU's root order as Sofa relies on it (DESIGN.md §2). The expected orders were read off ICU 72's root
 /// collator (`ucol_strcollUTF8` on a sorted list) and match the Unicode Collation Algorithm's DUCET.
-@Suite struct ICUCollatorTests {
+@Suite struct ICUCollationTests {
     /// Asserts that `ordered` is strictly increasing by `ICUCollator.compare` and by sort-key bytes, for every
     /// pair, not just neighbours.
     private func expectStrictOrder(_ ordered: [String], sourceLocation: SourceLocation = #_sourceLocation) {
