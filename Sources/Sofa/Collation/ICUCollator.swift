@@ -1,5 +1,13 @@
 import CSofaICU
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// ICU's root collator at its default (tertiary) strength: the string order of Sofa's collation (DESIGN.md §2).
 ///
 /// Every call is safe from any thread: the C side (`Sources/CSofaICU`) clones the root collator once per thread,
@@ -40,7 +48,12 @@ enum ICUCollator {
         var a = a, b = b
         return a.withUTF8 { pa in
             b.withUTF8 { pb in
-                Int(sofa_icu_compare(pa.baseAddress, Int32(pa.count), pb.baseAddress, Int32(pb.count)))
+                // Identical bytes always collate equal. Neighbouring index rows mostly share their leading key
+                // items, so this skips ICU for most strings compared while walking sorted keys.
+                if pa.count == pb.count, pa.count == 0 || memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0 {
+                    return 0
+                }
+                return Int(sofa_icu_compare(pa.baseAddress, Int32(pa.count), pb.baseAddress, Int32(pb.count)))
             }
         }
     }
