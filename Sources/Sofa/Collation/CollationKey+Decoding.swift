@@ -136,7 +136,8 @@ extension CollationKey {
     /// The 8 bytes after a number tag at `tagOffset`, as the number the encoder wrote.
     private static func numberAfterTag(_ bytes: UnsafeRawBufferPointer, _ tagOffset: Int) throws -> Double {
         guard bytes.count - tagOffset >= 9 else {
-            throw malformed("a number needs 8 bytes after its tag, \(bytes.count - tagOffset - 1) remain", at: tagOffset)
+            let remaining = bytes.count - tagOffset - 1
+            throw malformed("a number needs 8 bytes after its tag, \(remaining) remain", at: tagOffset)
         }
         let ordered = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: tagOffset + 1, as: UInt64.self))
         let number = number(fromOrderedBits: ordered)

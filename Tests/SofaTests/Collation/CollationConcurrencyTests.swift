@@ -56,7 +56,7 @@ import Testing
             let count = expected.mismatches(round: round)
             wrong.withLock { $0 += count }
         }
-        #expect(wrong.withLock { $0 } == 0, "\(CollationRandom.replay)")
+        #expect(wrong.withLock { $0 } == 0, "\(seedNote)")
     }
 
     @Test func tasksAgreeWithOneThread() async throws {
@@ -67,7 +67,7 @@ import Testing
             }
             return await group.reduce(0, +)
         }
-        #expect(wrong == 0, "\(CollationRandom.replay)")
+        #expect(wrong == 0, "\(seedNote)")
     }
 
     /// Fresh threads that each clone the collator on first use and close the clone when they exit.
@@ -85,6 +85,6 @@ import Testing
             thread.start()
         }
         for _ in 0..<threadCount { finished.wait() }
-        #expect(wrong.withLock { $0 } == 0, "\(CollationRandom.replay)")
+        #expect(wrong.withLock { $0 } == 0, "\(seedNote)")
     }
 }

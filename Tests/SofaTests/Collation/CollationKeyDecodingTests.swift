@@ -90,7 +90,7 @@ import Testing
         for _ in 0..<300 {
             let key = try seeded(bytes(random.json()))
             for length in 0..<key.count {
-                #expect(throws: SofaError.self, "\(key) cut at \(length) \(CollationRandom.replay)") {
+                #expect(throws: SofaError.self, "\(key) cut at \(length) \(seedNote)") {
                     try CollationKey(validating: Array(key.prefix(length)))
                 }
             }
@@ -126,8 +126,8 @@ import Testing
                     #expect(try CollationKey.groupPrefixLength(input, level: level) <= input.count)
                 }
             } catch let error as SofaError {
-                #expect(error.code == .invalidCollationKey, "\(error) \(CollationRandom.replay)")
-                #expect((0...input.count).contains(error.offset ?? -1), "\(error) in \(input) \(CollationRandom.replay)")
+                #expect(error.code == .invalidCollationKey, "\(error) \(seedNote)")
+                #expect((0...input.count).contains(error.offset ?? -1), "\(error) in \(input) \(seedNote)")
             }
             // Walking from every offset must not trap either.
             for offset in [-1, 0, input.count / 2, input.count, input.count + 1] {

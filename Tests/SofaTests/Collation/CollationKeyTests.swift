@@ -44,7 +44,7 @@ import Testing
             let key = try seeded(CollationKey(.number(number)))
             let decoded = try key.bytes.withUnsafeBytes { try seeded(CollationKey.decodeNumber($0, at: 0)) }
             #expect(decoded == number && (decoded != 0 || decoded.sign == .plus),
-                    "\(number) came back as \(decoded) \(CollationRandom.replay)")
+                    "\(number) came back as \(decoded) \(seedNote)")
         }
     }
 

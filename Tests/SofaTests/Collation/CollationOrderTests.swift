@@ -32,7 +32,8 @@ import Testing
         for i in list.indices {
             for j in list.indices {
                 let expected = i < j ? -1 : (i == j ? 0 : 1)
-                #expect(JSON.collate(list[i], list[j]) == expected, "\(name): \(describe(list[i])) vs \(describe(list[j]))")
+                #expect(JSON.collate(list[i], list[j]) == expected,
+                        "\(name): \(describe(list[i])) vs \(describe(list[j]))")
                 #expect(byteOrder(keys[i].bytes, keys[j].bytes) == expected,
                         "\(name): bytes of \(describe(list[i])) vs \(describe(list[j])): \(keys[i]) / \(keys[j])")
                 #expect((keys[i] < keys[j]) == (expected < 0), "\(name): < of \(describe(list[i]))")
@@ -48,8 +49,8 @@ import Testing
             let order = Array(list.indices).shuffled(using: &random)
             let byCollate = order.sorted { JSON.collate(list[$0], list[$1]) < 0 }
             let byBytes = order.sorted { encoded[$0] < encoded[$1] }
-            #expect(byCollate == Array(list.indices), "\(name) round \(round) \(CollationRandom.replay)")
-            #expect(byBytes == Array(list.indices), "\(name) round \(round) \(CollationRandom.replay)")
+            #expect(byCollate == Array(list.indices), "\(name) round \(round) \(seedNote)")
+            #expect(byBytes == Array(list.indices), "\(name) round \(round) \(seedNote)")
             // Encoding after shuffling too, so that keys made in any order (reusing one buffer) agree.
             var scratch: [UInt8] = []
             for index in order {

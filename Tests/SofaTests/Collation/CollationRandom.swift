@@ -69,7 +69,8 @@ struct CollationRandom: RandomNumberGenerator {
     static let specialNumbers: [Double] = [
         0, -0.0, 1, -1, 0.1, -0.1, 0.5, 2, 3, 10, 1e300, -1e300, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
         2.2250738585072014e-308,
-        -2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 9007199254740992, 9007199254740994,
+        -2.2250738585072014e-308, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+        9007199254740992, 9007199254740994,
     ]
 
     /// A finite number: often a special one or a small integer (so that equal numbers meet), else any double.
@@ -151,13 +152,18 @@ func describe(_ value: JSON) -> String {
     case .bool(let flag): return flag ? "true" : "false"
     case .number(let number): return "\(number)"
     case .string(let text):
-        let scalars = text.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }
+        let scalars = text.unicodeScalars.map { scalar in
+            scalar.isASCII && scalar.value >= 0x20 ? String(scalar) : "\\u{\(String(scalar.value, radix: 16))}"
+        }
         return "\"" + scalars.joined() + "\""
     case .array(let items): return "[" + items.map(describe).joined(separator: ", ") + "]"
     case .object(let members):
         return "{" + members.map { describe(.string($0.key)) + ": " + describe($0.value) }.joined(separator: ", ") + "}"
     }
 }
+
+/// "SOFA_SEED=…", to end every failure message of a randomized test.
+let seedNote = CollationRandom.replay
 
 /// An error from code under test in a randomized test, with the seed to replay it.
 struct SeededFailure: Error, CustomStringConvertible {

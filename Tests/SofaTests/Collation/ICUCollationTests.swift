@@ -73,11 +73,29 @@ import Testing
         var random = CollationRandom(stream: 1)
         for _ in 0..<2000 {
             let text = random.string()
-            let key = try #require(ICUCollator.sortKey(text), "\(CollationRandom.replay)")
+            let key = try #require(ICUCollator.sortKey(text), "\(seedNote)")
             #expect(key.last == 0 && key.dropLast().allSatisfy { $0 != 0 }, "\(describe(.string(text)))")
-            #expect(key.filter { $0 == 1 }.count == 2, "\(describe(.string(text))) \(CollationRandom.replay)")
+            #expect(key.filter { $0 == 1 }.count == 2, "\(describe(.string(text))) \(seedNote)")
         }
         #expect(ICUCollator.sortKey("") == [0x01, 0x01, 0x00])
+    }
+
+    /// The structure `CollationKey(validating:)` relies on, for every Unicode scalar value followed by "a".
+    @Test func everyScalarGivesTwoSeparatorsAndOneTerminator() {
+        var key: [UInt8] = []
+        var bad: [UInt32] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }  // surrogates
+            var utf8 = Array(String(scalar).utf8)
+            utf8.append(0x61)
+            key.removeAll(keepingCapacity: true)
+            let made = utf8.withUnsafeBufferPointer { ICUCollator.appendSortKey(utf8: $0, to: &key) }
+            let body = key.dropLast()
+            if !made || key.last != 0 || body.contains(0) || body.count(where: { $0 == 1 }) != 2 {
+                bad.append(value)
+            }
+        }
+        #expect(bad.isEmpty, "scalars with other sort-key structure: \(bad.prefix(20).map { String($0, radix: 16) })")
     }
 
     /// `ucol_strcollUTF8` and `ucol_getSortKey` take different paths through ICU (UTF-8 vs UTF-16 iteration,
@@ -90,7 +108,7 @@ import Testing
             if case .string(let near) = random.variant(of: .string(a)) { b = near } else { b = random.string() }
             let byKeys = byteOrder(try #require(ICUCollator.sortKey(a)), try #require(ICUCollator.sortKey(b)))
             #expect(ICUCollator.compare(a, b) == byKeys,
-                    "\(describe(.string(a))) vs \(describe(.string(b))) \(CollationRandom.replay)")
+                    "\(describe(.string(a))) vs \(describe(.string(b))) \(seedNote)")
         }
     }
 
