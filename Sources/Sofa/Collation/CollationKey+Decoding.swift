@@ -36,7 +36,9 @@ extension CollationKey {
     /// and sit next to each other in the index. An array with fewer than `level` items is its own group: its
     /// whole encoding, end byte included, so that `[a]` at level 2 is not a prefix of `[a, b]`'s group bytes.
     /// An array with exactly `level` items gives the same bytes as its longer relatives. Any other key groups
-    /// by its whole value. Level 0 puts every row in one group: the length is 0.
+    /// by its whole value. Level 0 puts every row in one group: the length is 0. Group bytes compare with
+    /// `memcmp` as the truncated keys collate, so each group is one contiguous run of rows. Only the bytes walked
+    /// (the first `level` items) are checked: this runs once per row of a grouped query.
     ///
     /// ```swift
     /// let row = try CollationKey(["Rock", "Queen", "Innuendo"]).bytes + Array("doc1".utf8)

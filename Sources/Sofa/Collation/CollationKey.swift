@@ -105,10 +105,18 @@ public struct CollationKey: Hashable, Comparable, Sendable {
 
     /// Wraps bytes that were encoded before (read back from an index), after checking their structure.
     ///
+    /// The check is structural: it cannot tell which ICU version made a string's sort key (compare
+    /// ``collatorVersion`` with the one the index recorded for that).
+    ///
+    /// ```swift
+    /// let key = try CollationKey(validating: storedBytes)
+    /// ```
+    ///
     /// - Parameter bytes: Exactly one encoded value.
     /// - Throws: ``SofaError`` with code ``SofaError/Code/invalidCollationKey`` and the offset of the first byte
     ///   that breaks the format (unknown tag, truncated value, a non-finite or negative-zero number, a string
-    ///   sort key without its terminator, nesting deeper than ``maxDepth``, trailing bytes).
+    ///   sort key without its terminator or without exactly two level separators, nesting deeper than
+    ///   ``maxDepth``, trailing bytes).
     public init(validating bytes: [UInt8]) throws {
         let end = try Self.elementEnd(in: bytes, from: 0)
         guard end == bytes.count else {
