@@ -29,8 +29,8 @@ import Testing
     }
 
     /// The doc comment's examples are ICU 72's bytes; on another ICU only the sort-key bytes may differ.
-    @Test func documentedExamplesOnICU72() throws {
-        try #require(ICUCollator.libraryVersion[0] == 72, "examples were recorded with ICU 72")
+    @Test(.enabled(if: ICUCollator.libraryVersion[0] == 72, "the examples were recorded with ICU 72"))
+    func documentedExamplesOnICU72() throws {
         #expect(try CollationKey("a").bytes == [0x40] + sortKeyA)
         #expect(try CollationKey(["a": nil]).description == "60 2a 01 05 01 05 00 10 00")
         #expect(try CollationKey(["a", 1]).description == "50 40 2a 01 05 01 05 00 30 bf f0 00 00 00 00 00 00 00")
