@@ -24,7 +24,7 @@ extension JSON {
     /// The compact JSON text of this value as UTF-8 bytes; see ``serialized()`` for the exact form.
     ///
     /// ```swift
-    /// let bytes = try JSON(["a", 1]).serializedBytes()  // Array(#"["a",1]"#.utf8)
+    /// let bytes = try (["a", 1] as JSON).serializedBytes()  // Array(#"["a",1]"#.utf8)
     /// ```
     ///
     /// - Returns: UTF-8 encoded JSON text.
@@ -136,10 +136,8 @@ enum JSONSerializer {
             return
         }
         // `description` is the shortest text that reads back as the same double, and its forms (`0.1`,
-        // `1e-07`, `1.5e+300`, `9007199254740994.0`) are all JSON numbers; the `.0` is dropped for brevity.
-        var text = number.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        out.append(contentsOf: text.utf8)
+        // `1e-07`, `1.5e+300`, `9.007199254740994e+15` beyond 2^53) are all JSON numbers.
+        out.append(contentsOf: number.description.utf8)
     }
 
     /// Appends the decimal digits of `value`.
