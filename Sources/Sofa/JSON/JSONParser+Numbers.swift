@@ -23,7 +23,7 @@ extension JSONParser {
         if bytes[index] == ASCII.zero {
             index += 1
             if index < bytes.count, isDigit(bytes[index]) {
-                throw unexpected("'.', 'e' or the end of the number after a leading '0' (leading zeros are not allowed)")
+                throw unexpected("'.', 'e' or the end of the number after a leading '0' (no leading zeros)")
             }
         } else {
             while index < bytes.count, isDigit(bytes[index]) {

@@ -50,7 +50,7 @@ extension JSON {
     public func serialize(into buffer: inout [UInt8]) throws {
         let originalCount = buffer.count
         do {
-            try JSONSerializer.write(self, into: &buffer, depth: 0, strict: true)
+            try JSONSerializer.write(self, into: &buffer, strict: true)
         } catch {
             buffer.removeSubrange(originalCount...)
             throw error
@@ -66,7 +66,7 @@ extension JSON: CustomStringConvertible {
     public var description: String {
         var buffer: [UInt8] = []
         // Cannot throw: non-strict mode writes the readable forms instead of failing.
-        try? JSONSerializer.write(self, into: &buffer, depth: 0, strict: false)
+        try? JSONSerializer.write(self, into: &buffer, strict: false)
         return String(decoding: buffer, as: UTF8.self)
     }
 }
@@ -74,41 +74,84 @@ extension JSON: CustomStringConvertible {
 // MARK: - Serializer
 
 /// Writes `JSON` values as compact UTF-8 JSON text.
+///
+/// Like the parser it does not recurse: open arrays and objects wait on an explicit stack (the innermost in
+/// local variables), so deep values cost no machine stack.
 enum JSONSerializer {
-    /// Appends `value` to `out`. `depth` counts the arrays and objects around `value`. Non-strict mode is for
-    /// `description`: it never throws, writing `NaN`/`Infinity` and ignoring the nesting limit.
-    static func write(_ value: JSON, into out: inout [UInt8], depth: Int, strict: Bool) throws {
-        switch value {
-        case .null:
-            appendLiteral("null", to: &out)
-        case .bool(let flag):
-            appendLiteral(flag ? "true" : "false", to: &out)
-        case .number(let number):
-            try writeNumber(number, into: &out, strict: strict)
-        case .string(let string):
-            writeString(string, into: &out)
-        case .array(let items):
-            try checkDepth(depth, strict: strict)
-            out.append(ASCII.openBracket)
-            var first = true
-            for item in items {
-                if !first { out.append(ASCII.comma) }
-                first = false
-                try write(item, into: &out, depth: depth + 1, strict: strict)
-            }
-            out.append(ASCII.closeBracket)
-        case .object(let members):
-            try checkDepth(depth, strict: strict)
-            out.append(ASCII.openBrace)
-            var first = true
-            for (key, member) in members {
-                if !first { out.append(ASCII.comma) }
-                first = false
+    /// An array or object being written, and which of its items is being written.
+    private struct OpenContainer {
+        var isObject = false
+        var items: [JSON] = []
+        var members: JSONObject = [:]
+        var position = 0
+    }
+
+    /// Appends `root` to `out`. Non-strict mode is for `description`: it never throws, writing `NaN` and
+    /// `Infinity` and ignoring the nesting limit.
+    static func write(_ root: JSON, into out: inout [UInt8], strict: Bool) throws {
+        var enclosing: [OpenContainer] = []
+        var open = OpenContainer()  // the innermost open container; meaningful when depth > 0
+        var depth = 0
+        var value = root
+        while true {
+            switch value {
+            case .null:
+                appendLiteral("null", to: &out)
+            case .bool(let flag):
+                appendLiteral(flag ? "true" : "false", to: &out)
+            case .number(let number):
+                try writeNumber(number, into: &out, strict: strict)
+            case .string(let string):
+                writeString(string, into: &out)
+            case .array(let items):
+                // An empty container is a level too, as it is for the parser.
+                try checkDepth(depth, strict: strict)
+                guard let first = items.first else {
+                    appendLiteral("[]", to: &out)
+                    break
+                }
+                out.append(ASCII.openBracket)
+                if depth > 0 { enclosing.append(open) }
+                depth += 1
+                open = OpenContainer(isObject: false, items: items)
+                value = first
+                continue
+            case .object(let members):
+                try checkDepth(depth, strict: strict)
+                guard let (key, first) = members.elements.first else {
+                    appendLiteral("{}", to: &out)
+                    break
+                }
+                out.append(ASCII.openBrace)
+                if depth > 0 { enclosing.append(open) }
+                depth += 1
+                open = OpenContainer(isObject: true, members: members)
                 writeString(key, into: &out)
                 out.append(ASCII.colon)
-                try write(member, into: &out, depth: depth + 1, strict: strict)
+                value = first
+                continue
             }
-            out.append(ASCII.closeBrace)
+
+            // `value` is written: go on to the next item of the innermost container, closing finished ones.
+            while true {
+                guard depth > 0 else { return }
+                open.position += 1
+                if open.isObject, open.position < open.members.count {
+                    out.append(ASCII.comma)
+                    writeString(open.members.keys[open.position], into: &out)
+                    out.append(ASCII.colon)
+                    value = open.members.values[open.position]
+                    break
+                }
+                if !open.isObject, open.position < open.items.count {
+                    out.append(ASCII.comma)
+                    value = open.items[open.position]
+                    break
+                }
+                out.append(open.isObject ? ASCII.closeBrace : ASCII.closeBracket)
+                depth -= 1
+                open = enclosing.popLast() ?? OpenContainer()
+            }
         }
     }
 
@@ -192,7 +235,8 @@ enum JSONSerializer {
             case ASCII.carriageReturn: out.append(UInt8(ascii: "r"))
             case ASCII.tab: out.append(UInt8(ascii: "t"))
             default:
-                out.append(contentsOf: [ASCII.lowercaseU, ASCII.zero, ASCII.zero, hexDigit(byte >> 4), hexDigit(byte & 0xF)])
+                let escape = [ASCII.lowercaseU, ASCII.zero, ASCII.zero, hexDigit(byte >> 4), hexDigit(byte & 0xF)]
+                out.append(contentsOf: escape)
             }
         }
         if runStart < utf8.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }

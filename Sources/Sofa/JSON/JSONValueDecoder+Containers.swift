@@ -118,10 +118,10 @@ struct JSONUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try next { try JSONValueDecoder.unbox($0, as: type, at: $1) } }
-    mutating func decode(_ type: String.Type) throws -> String { try next { try JSONValueDecoder.unbox($0, as: type, at: $1) } }
-    mutating func decode(_ type: Double.Type) throws -> Double { try next { try JSONValueDecoder.unbox($0, as: type, at: $1) } }
-    mutating func decode(_ type: Float.Type) throws -> Float { try next { try JSONValueDecoder.unbox($0, as: type, at: $1) } }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try nextValue(type) }
+    mutating func decode(_ type: String.Type) throws -> String { try nextValue(type) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try nextValue(type) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try nextValue(type) }
     mutating func decode(_ type: Int.Type) throws -> Int { try nextInteger() }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { try nextInteger() }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { try nextInteger() }
@@ -134,6 +134,22 @@ struct JSONUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try nextInteger() }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try next { try JSONValueDecoder.unbox($0, as: type, at: $1) }
+    }
+
+    private mutating func nextValue(_ type: Bool.Type) throws -> Bool {
+        try next { try JSONValueDecoder.unbox($0, as: type, at: $1) }
+    }
+
+    private mutating func nextValue(_ type: String.Type) throws -> String {
+        try next { try JSONValueDecoder.unbox($0, as: type, at: $1) }
+    }
+
+    private mutating func nextValue(_ type: Double.Type) throws -> Double {
+        try next { try JSONValueDecoder.unbox($0, as: type, at: $1) }
+    }
+
+    private mutating func nextValue(_ type: Float.Type) throws -> Float {
         try next { try JSONValueDecoder.unbox($0, as: type, at: $1) }
     }
 

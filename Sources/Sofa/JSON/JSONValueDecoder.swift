@@ -100,7 +100,8 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
     static func unboxInteger<T: FixedWidthInteger>(_ value: JSON, at path: [any CodingKey]) throws -> T {
         let number = try unbox(value, as: Double.self, at: path)
         guard let integer = T(exactly: number) else {
-            let problem = number.rounded(.towardZero) == number ? "is out of range for" : "is not a whole number, so not"
+            let whole = number.rounded(.towardZero) == number
+            let problem = whole ? "is out of range for" : "is not a whole number, so not"
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: path, debugDescription: "the number \(JSON.number(number)) \(problem) \(T.self)"))
@@ -124,7 +125,9 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// A type mismatch: what the Swift type needed, and what the JSON held.
     /// A `null` where a value is required is `valueNotFound`, as Swift's own decoders report it.
-    static func mismatch(_ type: Any.Type, expected: String, found value: JSON, at path: [any CodingKey]) -> DecodingError {
+    static func mismatch(
+        _ type: Any.Type, expected: String, found value: JSON, at path: [any CodingKey]
+    ) -> DecodingError {
         let context = DecodingError.Context(
             codingPath: path, debugDescription: "expected \(expected) for \(type), found \(describe(value))")
         if case .null = value { return DecodingError.valueNotFound(type, context) }

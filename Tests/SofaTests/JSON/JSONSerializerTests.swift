@@ -40,7 +40,8 @@ import Testing
     @Test func otherNumbersUseTheShortestRoundTripForm() throws {
         let cases: [(Double, String)] = [
             (0.1, "0.1"), (-2.5, "-2.5"), (0.30000000000000004, "0.30000000000000004"), (1e-7, "1e-07"),
-            (1.5e300, "1.5e+300"), (.leastNonzeroMagnitude, "5e-324"), (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
+            (1.5e300, "1.5e+300"), (.leastNonzeroMagnitude, "5e-324"),
+            (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
             (123.456, "123.456"),
         ]
         for (number, text) in cases {
@@ -71,7 +72,8 @@ import Testing
     }
 
     @Test func stringEscaping() throws {
-        let value = JSON.string("quote\" backslash\\ slash/ \n\r\t\u{08}\u{0C} \u{0}\u{1F} del\u{7F} é 中 😀 \u{2028}")
+        let value = JSON.string(
+            "quote\" backslash\\ slash/ \n\r\t\u{08}\u{0C} \u{0}\u{1F} del\u{7F} é 中 😀 \u{2028}")
         let expected = #""quote\" backslash\\ slash/ \n\r\t\b\f \u0000\u001F del"# + "\u{7F} é 中 😀 \u{2028}\""
         #expect(try value.serialized() == expected)
         #expect(try JSON(parsing: expected) == value)
