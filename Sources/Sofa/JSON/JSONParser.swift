@@ -14,6 +14,11 @@ extension JSON {
 
     /// Parses UTF-8 JSON text (RFC 8259). The whole input must be one value, with optional whitespace around it.
     ///
+    /// Objects keep their members in input order. A key that appears twice keeps its first position and takes
+    /// its last value (`{"a":1,"b":2,"a":3}` reads as `{"a":3,"b":2}`). Numbers become the nearest `Double`, so
+    /// integers up to ±2^53 are exact; a number beyond the range of `Double` (`1e400`) is an error, not
+    /// infinity. A leading byte order mark is an error, as RFC 8259 forbids sending one.
+    ///
     /// ```swift
     /// let doc = try JSON(parsing: #"{"type":"track","duration":235}"#)
     /// doc["duration"]?.intValue  // 235

@@ -76,7 +76,8 @@ extension JSON: CustomStringConvertible {
 /// Writes `JSON` values as compact UTF-8 JSON text.
 ///
 /// Like the parser it does not recurse: open arrays and objects wait on an explicit stack (the innermost in
-/// local variables), so deep values cost no machine stack.
+/// local variables), so deep values cost no machine stack. Bytes go through ``JSONOutput``, which stages them
+/// on the stack and appends to the caller's array in large pieces.
 enum JSONSerializer {
     /// An array or object being written, and which of its items is being written.
     private struct OpenContainer {
@@ -87,8 +88,21 @@ enum JSONSerializer {
     }
 
     /// Appends `root` to `out`. Non-strict mode is for `description`: it never throws, writing `NaN` and
-    /// `Infinity` and ignoring the nesting limit.
+    /// `Infinity` and ignoring the nesting limit. If it throws, `out` may hold part of the text.
     static func write(_ root: JSON, into out: inout [UInt8], strict: Bool) throws {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONOutput.stagingCapacity) { staging in
+            var output = JSONOutput(staging: staging)
+            // Move the caller's array in and back out, so appending never copies it.
+            swap(&output.destination, &out)
+            defer {
+                output.flush()
+                swap(&output.destination, &out)
+            }
+            try write(root, to: &output, strict: strict)
+        }
+    }
+
+    private static func write(_ root: JSON, to output: inout JSONOutput, strict: Bool) throws {
         var enclosing: [OpenContainer] = []
         var open = OpenContainer()  // the innermost open container; meaningful when depth > 0
         var depth = 0
@@ -96,21 +110,21 @@ enum JSONSerializer {
         while true {
             switch value {
             case .null:
-                appendLiteral("null", to: &out)
+                output.append("null")
             case .bool(let flag):
-                appendLiteral(flag ? "true" : "false", to: &out)
+                output.append(flag ? "true" : "false")
             case .number(let number):
-                try writeNumber(number, into: &out, strict: strict)
+                try output.appendNumber(number, strict: strict)
             case .string(let string):
-                writeString(string, into: &out)
+                output.appendString(string)
             case .array(let items):
                 // An empty container is a level too, as it is for the parser.
                 try checkDepth(depth, strict: strict)
                 guard let first = items.first else {
-                    appendLiteral("[]", to: &out)
+                    output.append("[]")
                     break
                 }
-                out.append(ASCII.openBracket)
+                output.append(ASCII.openBracket)
                 if depth > 0 { enclosing.append(open) }
                 depth += 1
                 open = OpenContainer(isObject: false, items: items)
@@ -119,15 +133,15 @@ enum JSONSerializer {
             case .object(let members):
                 try checkDepth(depth, strict: strict)
                 guard let (key, first) = members.elements.first else {
-                    appendLiteral("{}", to: &out)
+                    output.append("{}")
                     break
                 }
-                out.append(ASCII.openBrace)
+                output.append(ASCII.openBrace)
                 if depth > 0 { enclosing.append(open) }
                 depth += 1
                 open = OpenContainer(isObject: true, members: members)
-                writeString(key, into: &out)
-                out.append(ASCII.colon)
+                output.appendString(key)
+                output.append(ASCII.colon)
                 value = first
                 continue
             }
@@ -137,18 +151,18 @@ enum JSONSerializer {
                 guard depth > 0 else { return }
                 open.position += 1
                 if open.isObject, open.position < open.members.count {
-                    out.append(ASCII.comma)
-                    writeString(open.members.keys[open.position], into: &out)
-                    out.append(ASCII.colon)
+                    output.append(ASCII.comma)
+                    output.appendString(open.members.keys[open.position])
+                    output.append(ASCII.colon)
                     value = open.members.values[open.position]
                     break
                 }
                 if !open.isObject, open.position < open.items.count {
-                    out.append(ASCII.comma)
+                    output.append(ASCII.comma)
                     value = open.items[open.position]
                     break
                 }
-                out.append(open.isObject ? ASCII.closeBrace : ASCII.closeBracket)
+                output.append(open.isObject ? ASCII.closeBrace : ASCII.closeBracket)
                 depth -= 1
                 open = enclosing.popLast() ?? OpenContainer()
             }
@@ -162,93 +176,5 @@ enum JSONSerializer {
         throw SofaError(
             .invalidValue,
             "cannot serialize arrays and objects nested deeper than \(JSON.maximumNestingDepth) levels")
-    }
-
-    /// Appends a number: whole numbers up to 2^53 as integers, others in Swift's shortest round-trip form.
-    static func writeNumber(_ number: Double, into out: inout [UInt8], strict: Bool) throws {
-        guard number.isFinite else {
-            guard !strict else {
-                throw SofaError(.invalidValue, "cannot serialize \(number) as JSON: it has no NaN or infinity")
-            }
-            appendLiteral(number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity", to: &out)
-            return
-        }
-        if number.magnitude <= 9_007_199_254_740_992, number == number.rounded(.towardZero) {
-            if number.sign == .minus { out.append(ASCII.minus) }
-            appendDecimal(UInt64(number.magnitude), to: &out)
-            return
-        }
-        // `description` is the shortest text that reads back as the same double, and its forms (`0.1`,
-        // `1e-07`, `1.5e+300`, `9.007199254740994e+15` beyond 2^53) are all JSON numbers.
-        out.append(contentsOf: number.description.utf8)
-    }
-
-    /// Appends the decimal digits of `value`.
-    @inline(__always)
-    static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-        if value < 10 {
-            out.append(ASCII.zero + UInt8(value))
-            return
-        }
-        var digitCount = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            digitCount += 1
-        }
-        let start = out.count
-        out.append(contentsOf: repeatElement(ASCII.zero, count: digitCount))
-        var position = start + digitCount - 1
-        rest = value
-        while rest > 0 {
-            out[position] = ASCII.zero + UInt8(rest % 10)
-            rest /= 10
-            position -= 1
-        }
-    }
-
-    /// Appends a quoted, escaped string.
-    static func writeString(_ string: String, into out: inout [UInt8]) {
-        out.append(ASCII.quote)
-        let done: Void? = string.utf8.withContiguousStorageIfAvailable { appendEscaped($0, to: &out) }
-        if done == nil {
-            Array(string.utf8).withUnsafeBufferPointer { appendEscaped($0, to: &out) }
-        }
-        out.append(ASCII.quote)
-    }
-
-    /// Appends UTF-8 text with `"`, `\` and control characters escaped, copying the runs between them whole.
-    private static func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-        var runStart = 0
-        for index in 0..<utf8.count {
-            let byte = utf8[index]
-            guard byte < ASCII.space || byte == ASCII.quote || byte == ASCII.backslash else { continue }
-            if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
-            runStart = index + 1
-            out.append(ASCII.backslash)
-            switch byte {
-            case ASCII.quote: out.append(ASCII.quote)
-            case ASCII.backslash: out.append(ASCII.backslash)
-            case 0x08: out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "f"))
-            case ASCII.newline: out.append(UInt8(ascii: "n"))
-            case ASCII.carriageReturn: out.append(UInt8(ascii: "r"))
-            case ASCII.tab: out.append(UInt8(ascii: "t"))
-            default:
-                let escape = [ASCII.lowercaseU, ASCII.zero, ASCII.zero, hexDigit(byte >> 4), hexDigit(byte & 0xF)]
-                out.append(contentsOf: escape)
-            }
-        }
-        if runStart < utf8.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
-    }
-
-    @inline(__always)
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? ASCII.zero + nibble : UInt8(ascii: "A") + nibble - 10
-    }
-
-    @inline(__always)
-    private static func appendLiteral(_ literal: StaticString, to out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 }
