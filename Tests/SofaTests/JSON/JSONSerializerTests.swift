@@ -95,6 +95,23 @@ import Testing
         #expect(error.message.contains("\(JSON.maximumNestingDepth)"))
     }
 
+    /// Output passes through a 1 KiB staging buffer: strings and documents longer than it, and strings ending
+    /// on each side of its boundary, come out whole.
+    @Test func outputLongerThanTheStagingBuffer() throws {
+        let long = String(repeating: "abc\"é\n", count: 1000)
+        let value: JSON = ["long": .string(long), "numbers": .array((0..<2000).map { .number(Double($0 * 7919)) })]
+        #expect(try JSON(parsing: value.serialized()) == value)
+        for length in 1000...1030 {
+            let plain = String(repeating: "x", count: length)
+            #expect(try JSON.string(plain).serialized() == "\"\(plain)\"")
+            let array: JSON = [.string(plain), .string(plain + "\u{1}")]
+            #expect(try array.serialized() == "[\"\(plain)\",\"\(plain)\\u0001\"]")
+        }
+        var buffer: [UInt8] = []
+        for _ in 0..<100 { try value.serialize(into: &buffer) }
+        #expect(buffer.count == 100 * (try value.serializedBytes().count))
+    }
+
     @Test func nonNativeStringsAreWrittenToo() throws {
         // A substring-backed string is still a String; make sure the slow UTF-8 path writes the same bytes.
         let long = String(repeating: "ab\"", count: 20)
