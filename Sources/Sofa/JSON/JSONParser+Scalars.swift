@@ -1,5 +1,7 @@
 // The scalar tokens: strings (finding the closing quote, validating UTF-8, unescaping) and numbers.
 
+// MARK: - Strings
+
 extension JSONParser {
     /// Parses the rest of a string whose opening quote has been consumed, and steps over the closing quote.
     ///
