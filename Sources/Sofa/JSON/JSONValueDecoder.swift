@@ -63,73 +63,79 @@ struct JSONValueDecoder: Decoder, SingleValueDecodingContainer {
 
     // MARK: Unboxing, shared with the keyed and unkeyed containers
 
+    /// The coding path of the value being unboxed, built only if an error needs it: building it for every
+    /// member decoded was most of the cost of decoding a document.
+    typealias CodingPath = () -> [any CodingKey]
+
     /// `value` as a `Bool`.
-    static func unbox(_ value: JSON, as type: Bool.Type, at path: [any CodingKey]) throws -> Bool {
-        guard case .bool(let flag) = value else { throw mismatch(type, expected: "a boolean", found: value, at: path) }
+    static func unbox(_ value: JSON, as type: Bool.Type, at path: @autoclosure CodingPath) throws -> Bool {
+        guard case .bool(let flag) = value else {
+            throw mismatch(type, expected: "a boolean", found: value, at: path())
+        }
         return flag
     }
 
     /// `value` as a `String`.
-    static func unbox(_ value: JSON, as type: String.Type, at path: [any CodingKey]) throws -> String {
+    static func unbox(_ value: JSON, as type: String.Type, at path: @autoclosure CodingPath) throws -> String {
         guard case .string(let string) = value else {
-            throw mismatch(type, expected: "a string", found: value, at: path)
+            throw mismatch(type, expected: "a string", found: value, at: path())
         }
         return string
     }
 
     /// `value` as a `Double`.
-    static func unbox(_ value: JSON, as type: Double.Type, at path: [any CodingKey]) throws -> Double {
+    static func unbox(_ value: JSON, as type: Double.Type, at path: @autoclosure CodingPath) throws -> Double {
         guard case .number(let number) = value else {
-            throw mismatch(type, expected: "a number", found: value, at: path)
+            throw mismatch(type, expected: "a number", found: value, at: path())
         }
         return number
     }
 
     /// `value` as the nearest `Float`, if within its range.
-    static func unbox(_ value: JSON, as type: Float.Type, at path: [any CodingKey]) throws -> Float {
-        let number = try unbox(value, as: Double.self, at: path)
+    static func unbox(_ value: JSON, as type: Float.Type, at path: @autoclosure CodingPath) throws -> Float {
+        let number = try unbox(value, as: Double.self, at: path())
         let single = Float(number)
         guard single.isFinite || !number.isFinite else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: path, debugDescription: "the number \(number) does not fit in Float"))
+            let problem = "the number \(number) does not fit in Float"
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path(), debugDescription: problem))
         }
         return single
     }
 
     /// `value` as an integer of type `T`: it must be a whole number within `T`'s range.
-    static func unboxInteger<T: FixedWidthInteger>(_ value: JSON, at path: [any CodingKey]) throws -> T {
-        let number = try unbox(value, as: Double.self, at: path)
+    static func unboxInteger<T: FixedWidthInteger>(_ value: JSON, at path: @autoclosure CodingPath) throws -> T {
+        let number = try unbox(value, as: Double.self, at: path())
         guard let integer = T(exactly: number) else {
             let whole = number.rounded(.towardZero) == number
             let problem = whole ? "is out of range for" : "is not a whole number, so not"
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
-                    codingPath: path, debugDescription: "the number \(JSON.number(number)) \(problem) \(T.self)"))
+                    codingPath: path(), debugDescription: "the number \(JSON.number(number)) \(problem) \(T.self)"))
         }
         return integer
     }
 
     /// `value` decoded as any `Decodable` type, through a nested decoder unless it is a `JSON` already.
-    static func unbox<T: Decodable>(_ value: JSON, as type: T.Type, at path: [any CodingKey]) throws -> T {
+    static func unbox<T: Decodable>(_ value: JSON, as type: T.Type, at path: @autoclosure CodingPath) throws -> T {
         // The primitive types come here when decoded generically (as array items, dictionary values, optionals),
         // so route them to their exact checks instead of a nested decoder.
         switch type {
         case is JSON.Type: return value as! T
-        case is String.Type: return try unbox(value, as: String.self, at: path) as! T
-        case is Double.Type: return try unbox(value, as: Double.self, at: path) as! T
-        case is Int.Type: return try unboxInteger(value, at: path) as Int as! T
-        case is Bool.Type: return try unbox(value, as: Bool.self, at: path) as! T
-        default: return try T(from: JSONValueDecoder(value: value, codingPath: path))
+        case is String.Type: return try unbox(value, as: String.self, at: path()) as! T
+        case is Double.Type: return try unbox(value, as: Double.self, at: path()) as! T
+        case is Int.Type: return try unboxInteger(value, at: path()) as Int as! T
+        case is Bool.Type: return try unbox(value, as: Bool.self, at: path()) as! T
+        default: return try T(from: JSONValueDecoder(value: value, codingPath: path()))
         }
     }
 
     /// A type mismatch: what the Swift type needed, and what the JSON held.
     /// A `null` where a value is required is `valueNotFound`, as Swift's own decoders report it.
     static func mismatch(
-        _ type: Any.Type, expected: String, found value: JSON, at path: [any CodingKey]
+        _ type: Any.Type, expected: String, found value: JSON, at path: @autoclosure CodingPath
     ) -> DecodingError {
         let context = DecodingError.Context(
-            codingPath: path, debugDescription: "expected \(expected) for \(type), found \(describe(value))")
+            codingPath: path(), debugDescription: "expected \(expected) for \(type), found \(describe(value))")
         if case .null = value { return DecodingError.valueNotFound(type, context) }
         return DecodingError.typeMismatch(type, context)
     }

@@ -61,30 +61,33 @@ final class JSONValueEncoder: Encoder {
 
     // MARK: Boxing, shared with the containers
 
+    /// The coding path of the value being boxed, built only when a nested encoder or an error needs it.
+    typealias CodingPath = () -> [any CodingKey]
+
     /// `value` as a node: primitives directly, anything else through a nested encoder.
-    static func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> JSONEncodedNode {
+    static func box<T: Encodable>(_ value: T, at path: @autoclosure CodingPath) throws -> JSONEncodedNode {
         // Primitives come here when encoded generically (array items, dictionary values, optionals); give them
         // their exact conversions rather than a nested encoder.
         switch value {
         case let json as JSON: return .value(json)
         case let string as String: return .value(.string(string))
         case let number as Double: return .value(.number(number))
-        case let integer as Int: return .value(try boxInteger(integer, at: path))
+        case let integer as Int: return .value(try boxInteger(integer, at: path()))
         case let flag as Bool: return .value(.bool(flag))
         default:
-            let encoder = JSONValueEncoder(codingPath: path)
+            let encoder = JSONValueEncoder(codingPath: path())
             try value.encode(to: encoder)
             return encoder.node ?? .object(JSONEncodedObject())
         }
     }
 
     /// An integer as a number, if a `Double` holds it exactly.
-    static func boxInteger<T: BinaryInteger>(_ value: T, at path: [any CodingKey]) throws -> JSON {
+    static func boxInteger<T: BinaryInteger>(_ value: T, at path: @autoclosure CodingPath) throws -> JSON {
         guard let number = Double(exactly: value) else {
             throw EncodingError.invalidValue(
                 value,
                 EncodingError.Context(
-                    codingPath: path,
+                    codingPath: path(),
                     debugDescription: "the integer \(value) has no exact Double value, so a JSON number cannot hold "
                         + "it (integers are exact up to ±2^53); encode it as a string instead"))
         }
