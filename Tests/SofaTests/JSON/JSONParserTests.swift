@@ -62,6 +62,12 @@ struct MalformedJSON: Sendable, CustomTestStringConvertible {
         #expect(large.objectValue?.count == 30)
         #expect(large["k5"] == 35)
         #expect(large.objectValue?.keys.first == "k0")
+        // Many distinct keys, some sharing length and first and last bytes, all kept in order.
+        let distinct = (0..<40).map { #""k\#($0)x":\#($0)"# }.joined(separator: ",")
+        let wide = try JSON(parsing: "{\(distinct)}")
+        #expect(wide.objectValue.map { Array($0.keys) } == (0..<40).map { "k\($0)x" })
+        // The empty key is a key like any other.
+        #expect(try JSON(parsing: #"{"":1,"a":2,"":3}"#).serialized() == #"{"":3,"a":2}"#)
     }
 
     @Test func stringEscapes() throws {
