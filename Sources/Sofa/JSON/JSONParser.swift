@@ -102,7 +102,8 @@ struct JSONParser: ~Copyable {
     ///
     /// Keys and values collect in arrays that become the finished value's storage as they are: no copy and no
     /// per-member dictionary lookups (those were half of the parse time). An object starts with room for 16
-    /// members, more than most documents have, so a typical object costs exactly two allocations.
+    /// members, more than most documents have, so a typical object costs exactly two allocations; the price is
+    /// spare capacity in small objects, which is fine for values that are parsed, used and dropped.
     struct OpenContainer {
         let isObject: Bool
         /// Object keys, parallel to `values`; empty for an array.
