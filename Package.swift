@@ -55,7 +55,7 @@ let package = Package(
             swiftSettings: releaseTuning),
         .executableTarget(
             name: "sofa",
-            dependencies: ["Sofa", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Sofa", "SofaStorage", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "tools/sofa",
             swiftSettings: releaseTuning),
         .executableTarget(

@@ -6,9 +6,6 @@ import Sofa
 struct SofaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sofa",
-        abstract: "Inspect, query, verify, compact and load Sofa databases.")
-
-    func run() throws {
-        print(SofaCommand.helpMessage())
-    }
+        abstract: "Inspect, query, verify, compact and load Sofa databases.",
+        subcommands: [DemoCommand.self])
 }
