@@ -64,5 +64,7 @@ let package = Package(
         // The crash tests run `crash-worker` as a child process; depending on it makes `swift test` build it.
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
         .testTarget(name: "SofaTests", dependencies: ["Sofa"]),
+        // Runs the built `sofa` executable as a child process (exit codes, output).
+        .testTarget(name: "SofaToolTests", dependencies: ["sofa"]),
     ]
 )
