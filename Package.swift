@@ -63,7 +63,7 @@ let package = Package(
             swiftSettings: releaseTuning),
         // The crash tests run `crash-worker` as a child process; depending on it makes `swift test` build it.
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
-        .testTarget(name: "SofaTests", dependencies: ["Sofa"]),
+        .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage"]),
         // Runs the built `sofa` executable as a child process (exit codes, output).
         .testTarget(name: "SofaToolTests", dependencies: ["sofa"]),
     ]

@@ -6,14 +6,8 @@ package enum CrashWorkload {
 
     /// The actions of workload commit `commit` (1-based): puts and removes over a 4,000-key space, sorted.
     package static func batch(seed: UInt64, commit: Int) -> [BTreeAction] {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(commit)
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(commit))
+        func next() -> UInt64 { random.next() }
         let size = [1, 3, 20, 200, 1000][Int(next() % 5)]
         var chosen: [UInt32: BTreeAction] = [:]
         for _ in 0..<size {

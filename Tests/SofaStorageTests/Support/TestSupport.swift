@@ -5,21 +5,15 @@ import Testing
 
 /// A small, fast, seedable generator (SplitMix64) so every randomized test can be replayed from its seed.
 struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+    private var random: SplitMix64
     let seed: UInt64
 
     init(seed: UInt64) {
         self.seed = seed
-        self.state = seed
+        self.random = SplitMix64(seed: seed)
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     /// Seeds for a randomized test: `SOFA_SEED` when set (to replay a failure), else fixed ones plus one new
     /// seed per run, so CI explores while failures stay reproducible (the seed is in every failure message).

@@ -1,7 +1,8 @@
 import Foundation
 import Sofa
+import SofaStorage
 
-/// A seeded SplitMix64 generator for the collation tests, and random JSON built to stress ICU.
+/// A seeded generator (SplitMix64) for the collation tests, and random JSON built to stress ICU.
 ///
 /// Every test derives its own stream from ``seed`` (set `SOFA_SEED` to replay a failure) and names the seed
 /// in every failure message through ``replay``.
@@ -16,21 +17,15 @@ struct CollationRandom: RandomNumberGenerator {
     /// How to replay this run, for failure messages.
     static var replay: String { "SOFA_SEED=\(seed)" }
 
-    private var state: UInt64
+    private var random: SplitMix64
 
     /// A generator for one test: the run's seed mixed with a per-test `stream` number, so tests do not share
     /// a sequence and adding a draw to one test leaves the others alone.
     init(stream: UInt64) {
-        state = Self.seed &+ stream &* 0x9E37_79B9_7F4A_7C15
+        random = SplitMix64(seed: Self.seed &+ stream &* 0x9E37_79B9_7F4A_7C15)
     }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }

@@ -1,4 +1,5 @@
 import Sofa
+import SofaStorage
 
 /// A deterministic music library in the shape of the benchmark data set (shared/bench/WORKLOADS.md):
 /// tracks with a genre, an artist, an album, a title, a duration, a year and a rating; skewed cardinalities
@@ -17,17 +18,11 @@ struct MusicLibrary {
     static let cjk = Array("東京大阪音楽愛夜空星月光雨風花海山川心夢歌恋青春時間世界한국사랑노래별바다하늘꿈ひかりさくらうたそら")
     static let accents: [Character: Character] = ["a": "á", "e": "é", "i": "í", "o": "ö", "u": "ü", "c": "ç", "n": "ñ"]
 
-    private var state: UInt64
+    private var random: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private mutating func next() -> UInt64 { random.next() }
 
     private mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 
