@@ -1,7 +1,7 @@
 # Everyday targets. Each installs missing Debian packages first (tools/setup.sh).
 # The README's two commands do not need make: they are the `demo` and `test` recipes spelled out.
 
-.PHONY: setup demo test build release bench bench-quick clean
+.PHONY: setup demo test build release crash-test bench bench-quick clean
 
 setup:
 	bash tools/setup.sh
@@ -11,6 +11,11 @@ demo: setup
 
 test: setup
 	swift test
+
+# The crash tests at length: 2,000 SIGKILLs per seed instead of the default suite's 60, and three seeds.
+crash-test: setup
+	SOFA_CRASH_KILLS=2000 swift test --filter CrashTests
+	for seed in 101 202 303; do SOFA_SEED=$$seed SOFA_CRASH_KILLS=1000 swift test --filter 'CrashTests|PowerLossTests|FaultInjectionTests' || exit 1; done
 
 build: setup
 	swift build
