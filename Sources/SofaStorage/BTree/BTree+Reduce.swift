@@ -51,17 +51,27 @@ extension BTree {
             return
         }
         guard let span = childSpan(node, range) else { return }
+        // Runs of children wholly inside the range are rereduced together, straight from the node's bytes:
+        // one reduction per run instead of one copy per child.
+        var run: [UnsafeRawBufferPointer] = []
+        var runRows: UInt64 = 0
         for i in span {
             let childLow = i == 0 ? low : node.key(i - 1)
             let placement = i == span.lowerBound || i == span.upperBound
                 ? classify(range, low: childLow, high: node.key(i)) : .inside
             switch placement {
-            case .below: continue
-            case .above: return
-            case .inside: parts.addSubtree(node.childRowCount(i), Array(node.value(i)))
-            case .partial: try accumulate(node.childOffset(i), low: childLow, range: range, into: &parts)
+            case .below, .above: continue
+            case .inside:
+                run.append(node.value(i))
+                runRows += node.childRowCount(i)
+            case .partial:
+                try parts.addSubtrees(runRows, run)
+                run.removeAll(keepingCapacity: true)
+                runRows = 0
+                try accumulate(node.childOffset(i), low: childLow, range: range, into: &parts)
             }
         }
+        try parts.addSubtrees(runRows, run)
     }
 
     /// Reduces the rows of `range` group by group, in ascending key order, calling `body` once per group.
@@ -127,6 +137,15 @@ private struct Parts {
     mutating func addSubtree(_ count: UInt64, _ reduction: [UInt8]) {
         rows += count
         if reducer != nil { reductions.append(reduction) }
+    }
+
+    /// Adds consecutive subtrees at once: their total row count and their stored reductions (views into a
+    /// node that outlives the call), rereduced into one.
+    mutating func addSubtrees(_ count: UInt64, _ stored: [UnsafeRawBufferPointer]) throws {
+        guard !stored.isEmpty else { return }
+        rows += count
+        guard let reducer else { return }
+        reductions.append(stored.count == 1 ? Array(stored[0]) : try reducer.rereduce(stored))
     }
 
     mutating func addRows(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws {
