@@ -78,10 +78,10 @@ extension DocumentFile {
         }
         let name = String(decoding: id, as: UTF8.self)
         guard let (record, stored) = try currentRecord(id) else {
+            if deleted { throw SofaError(.notFound, "document \"\(name)\" does not exist") }
             if parentID != nil {
                 throw SofaError(.conflict, "document \"\(name)\" does not exist; create it without a revision")
             }
-            if deleted { throw SofaError(.notFound, "document \"\(name)\" does not exist") }
             let first = RevisionID.derived(parent: nil, deleted: false, body: body)
             let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
             return (try save(id, tree: tree, storedSequence: nil), first)
