@@ -76,7 +76,7 @@ extension DocumentFile {
         } else {
             parentID = nil
         }
-        let name = String(decoding: id, as: UTF8.self)
+        var name: String { String(decoding: id, as: UTF8.self) }  // for error messages only
         guard let (record, stored) = try currentRecord(id) else {
             if deleted { throw SofaError(.notFound, "document \"\(name)\" does not exist") }
             if parentID != nil {

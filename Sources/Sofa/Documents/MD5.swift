@@ -64,36 +64,36 @@ struct MD5 {
     /// the digests' hex text).
     mutating func finish() -> (high: UInt64, low: UInt64) {
         let bits = length &* 8
-        var padding: [UInt8] = [0x80]
-        let used = (buffered + 1) % 64
-        padding.append(contentsOf: repeatElement(0, count: used <= 56 ? 56 - used : 120 - used))
-        padding.appendLittleEndian(bits)
-        padding.withUnsafeBytes { update($0) }
-        let words = [a, b, c, d].map { UInt64($0.byteSwapped) }  // each word's bytes are little-endian
-        return (words[0] << 32 | words[1], words[2] << 32 | words[3])
+        block[buffered] = 0x80
+        for i in (buffered + 1)..<64 { block[i] = 0 }
+        if buffered >= 56 {
+            block.withUnsafeBytes { compress($0) }
+            for i in 0..<56 { block[i] = 0 }
+        }
+        for i in 0..<8 { block[56 + i] = UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i))) }
+        block.withUnsafeBytes { compress($0) }
+        // Each word's bytes are stored little-endian; read as big-endian text order they are byte-swapped.
+        let high = UInt64(a.byteSwapped) << 32 | UInt64(b.byteSwapped)
+        return (high, UInt64(c.byteSwapped) << 32 | UInt64(d.byteSwapped))
     }
 
-    /// One 64-byte block (RFC 1321 §3.4).
+    /// One 64-byte block (RFC 1321 §3.4), as four loops of 16 steps (one per round function) so each loop body
+    /// is branch-free; words are loaded straight from the block, with no per-block allocation.
     private mutating func compress(_ chunk: UnsafeRawBufferPointer) {
-        var m = [UInt32](repeating: 0, count: 16)
-        for i in 0..<16 { m[i] = UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)) }
         var (aa, bb, cc, dd) = (a, b, c, d)
-        for i in 0..<64 {
-            var f: UInt32
-            let g: Int
-            switch i {
-            case 0..<16: f = (bb & cc) | (~bb & dd); g = i
-            case 16..<32: f = (dd & bb) | (~dd & cc); g = (5 * i + 1) & 15
-            case 32..<48: f = bb ^ cc ^ dd; g = (3 * i + 5) & 15
-            default: f = cc ^ (bb | ~dd); g = (7 * i) & 15
-            }
-            f = f &+ aa &+ MD5.constants[i] &+ m[g]
-            aa = dd
-            dd = cc
-            cc = bb
-            let s = MD5.shifts[i]
-            bb = bb &+ ((f << s) | (f >> (32 - s)))
+        @inline(__always) func word(_ g: Int) -> UInt32 {
+            UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: 4 * g, as: UInt32.self))
         }
+        @inline(__always) func step(_ f: UInt32, _ i: Int, _ g: Int) {
+            let sum = f &+ aa &+ MD5.constants[i] &+ word(g)
+            let s = MD5.shifts[i]
+            (aa, dd, cc) = (dd, cc, bb)
+            bb = bb &+ ((sum << s) | (sum >> (32 - s)))
+        }
+        for i in 0..<16 { step((bb & cc) | (~bb & dd), i, i) }
+        for i in 16..<32 { step((dd & bb) | (~dd & cc), i, (5 * i + 1) & 15) }
+        for i in 32..<48 { step(bb ^ cc ^ dd, i, (3 * i + 5) & 15) }
+        for i in 48..<64 { step(cc ^ (bb | ~dd), i, (7 * i) & 15) }
         a &+= aa
         b &+= bb
         c &+= cc

@@ -8,7 +8,7 @@ import SofaStorage
 /// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit. Nothing is visible to
 /// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
 /// appended since the last commit.
-struct WriteBatch {
+final class WriteBatch {
     struct Pending {
         var record: DocumentRecord
         /// The document's sequence in the working by-sequence tree, whose entry the flush removes.
@@ -23,10 +23,21 @@ struct WriteBatch {
     /// Changed documents by UTF-8 ID (bytes, not `String`: Swift's `String` equality is canonical
     /// equivalence, and two IDs that differ in bytes are different documents).
     var pending: [[UInt8]: Pending] = [:]
+    /// The pending IDs in first-write order, and whether that order is ascending (bulk loads usually are),
+    /// so a flush sorts only when it must.
+    var pendingOrder: [[UInt8]] = []
+    var pendingOrderIsSorted = true
     var pendingBytes = 0
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
+
+    init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
+        self.byID = byID
+        self.bySequence = bySequence
+        self.startSequence = startSequence
+        self.lastSequence = startSequence
+    }
 
     /// The current state of `id`: the overlay, else the working by-ID tree.
     func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
@@ -41,10 +52,10 @@ struct WriteBatch {
     }
 
     /// Applies the overlay to the working trees: one sorted batch per tree.
-    mutating func flush() throws {
+    func flush() throws {
         guard !pending.isEmpty else { return }
-        var ids = Array(pending.keys)
-        ids.sort { compareArrays($0, $1) < 0 }
+        var ids = pendingOrder
+        if !pendingOrderIsSorted { ids.sort { compareArrays($0, $1) < 0 } }
         var byIDActions: [BTreeAction] = []
         byIDActions.reserveCapacity(ids.count)
         var removed: [UInt64] = []
@@ -64,6 +75,8 @@ struct WriteBatch {
         byID = try byID.modified(by: byIDActions)
         bySequence = try bySequence.modified(by: bySequenceActions)
         pending.removeAll(keepingCapacity: true)
+        pendingOrder.removeAll(keepingCapacity: true)
+        pendingOrderIsSorted = true
         pendingBytes = 0
     }
 }
@@ -74,14 +87,14 @@ extension DocumentFile {
         guard batch == nil else { return }
         let snapshot = try committedSnapshot()
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
-                           startSequence: snapshot.lastSequence, lastSequence: snapshot.lastSequence)
+                           startSequence: snapshot.lastSequence)
     }
 
     /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
     ///
     /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
-        guard var b = batch else { return nil }
+        guard let b = batch else { return nil }
         batch = nil
         guard b.lastSequence != b.startSequence else { return nil }
         do {
@@ -105,17 +118,21 @@ extension DocumentFile {
     ///
     /// - Returns: the sequence assigned.
     func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
-        guard batch != nil else { preconditionFailure("save outside a batch") }
+        guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
-        tree.prune(depth: revisionDepth)
-        batch!.lastSequence += 1
-        let record = DocumentRecord(sequence: batch!.lastSequence, tree: tree)
-        let previous = batch!.pending.updateValue(
+        if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
+        batch.lastSequence += 1
+        let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
+        let previous = batch.pending.updateValue(
             WriteBatch.Pending(record: record, storedSequence: storedSequence), forKey: id)
-        if previous == nil { batch!.pendingBytes += id.count + 64 }
-        if case .inline(let bytes) = tree.winner.body { batch!.pendingBytes += bytes.count }
-        if batch!.pending.count >= WriteBatch.flushThreshold || batch!.pendingBytes >= WriteBatch.flushBytes {
-            try batch!.flush()
+        if previous == nil {
+            if let last = batch.pendingOrder.last, compareArrays(last, id) >= 0 { batch.pendingOrderIsSorted = false }
+            batch.pendingOrder.append(id)
+            batch.pendingBytes += id.count + 64
+        }
+        if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
+        if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
+            try batch.flush()
         }
         return record
     }

@@ -6,6 +6,7 @@ import SofaStorage
 extension Query {
     func runAllDocuments() throws -> QueryEnumerator {
         let snapshot = try database.readSnapshot()
+        let source = RowSource(snapshot: snapshot)
         let counts = snapshot.counts
         let total: UInt64
         switch allDocsMode {
@@ -19,13 +20,13 @@ extension Query {
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
         if !collector.isFull {
             if let keys {
-                try lookUp(keys, in: snapshot, into: &collector)
+                try lookUp(keys, in: source, into: &collector)
             } else if allDocsMode == .bySequence {
-                try scanBySequence(snapshot, into: &collector)
+                try scanBySequence(source, into: &collector)
             } else {
                 let range = try idRange()
                 try snapshot.byID.forEach(in: range, descending: descending, skip: UInt64(treeSkip)) { key, value in
-                    guard let row = try makeRow(idBytes: key, entry: value, snapshot: snapshot) else { return true }
+                    guard let row = try makeRow(idBytes: key, entry: value, source: source) else { return true }
                     return collector.offer(row)
                 }
             }
@@ -71,38 +72,41 @@ extension Query {
     }
 
     /// Rows of documents in sequence order: a scan of the by-sequence tree, each ID looked up in by-ID.
-    private func scanBySequence(_ snapshot: DocumentSnapshot, into collector: inout RowCollector) throws {
+    private func scanBySequence(_ source: RowSource, into collector: inout RowCollector) throws {
+        let snapshot = source.snapshot
         let start = try Query.sequenceNumber(startKey), end = try Query.sequenceNumber(endKey)
         let low = descending ? end : start, high = descending ? start : end
         let range = KeyRange(
             lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveEnd : inclusiveStart) },
             upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveStart : inclusiveEnd) })
         try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
-            guard let row = try sequenceRow(idBytes: id, snapshot: snapshot) else { return true }
+            guard let row = try sequenceRow(idBytes: id, source: source) else { return true }
             return collector.offer(row)
         }
     }
 
-    private func sequenceRow(idBytes: UnsafeRawBufferPointer, snapshot: DocumentSnapshot) throws -> QueryRow? {
-        guard let entry = try snapshot.byID.value(for: idBytes) else {
-            throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID", path: snapshot.path)
+    private func sequenceRow(idBytes: UnsafeRawBufferPointer, source: RowSource) throws -> QueryRow? {
+        guard let entry = try source.snapshot.byID.value(for: idBytes) else {
+            throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
+                            path: source.snapshot.path)
         }
-        return try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, snapshot: snapshot) }
+        return try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
     }
 
     /// Rows for the listed keys, in the order given (reversed when descending).
-    private func lookUp(_ keys: [JSON], in snapshot: DocumentSnapshot, into collector: inout RowCollector) throws {
+    private func lookUp(_ keys: [JSON], in source: RowSource, into collector: inout RowCollector) throws {
+        let snapshot = source.snapshot
         for key in descending ? keys.reversed() : keys {
             let row: QueryRow?
             if allDocsMode == .bySequence {
                 let sequence = try Query.sequenceNumber(key)!
                 guard let id = try snapshot.bySequence.get(DocumentFile.sequenceKey(sequence)) else { continue }
-                row = try id.withUnsafeBytes { try sequenceRow(idBytes: $0, snapshot: snapshot) }
+                row = try id.withUnsafeBytes { try sequenceRow(idBytes: $0, source: source) }
             } else {
                 let id = try Query.idBytes(key)!
                 row = try id.withUnsafeBytes { idBytes in
                     try snapshot.byID.value(for: idBytes).flatMap { entry in
-                        try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, snapshot: snapshot) }
+                        try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
                     }
                 }
             }
@@ -112,8 +116,9 @@ extension Query {
 
     /// The row for one by-ID entry, or nil when the mode leaves the document out.
     private func makeRow(idBytes: UnsafeRawBufferPointer, entry: UnsafeRawBufferPointer,
-                         snapshot: DocumentSnapshot) throws -> QueryRow? {
-        let summary = try RecordSummary(decoding: entry, path: snapshot.path)
+                         source: RowSource) throws -> QueryRow? {
+        let path = source.snapshot.path
+        let summary = try RecordSummary(decoding: entry, path: path)
         var conflicts: [String] = []
         switch allDocsMode {
         case .allDocs, .bySequence:
@@ -123,7 +128,7 @@ extension Query {
         case .showConflicts, .onlyConflicts:
             if summary.isDeleted || (allDocsMode == .onlyConflicts && !summary.isConflicted) { return nil }
             if summary.isConflicted {
-                let tree = try DocumentRecord(decoding: entry, path: snapshot.path).tree
+                let tree = try DocumentRecord(decoding: entry, path: path).tree
                 conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
             }
         }
@@ -131,7 +136,7 @@ extension Query {
         let key: JSON = allDocsMode == .bySequence ? .number(Double(summary.sequence)) : .string(id)
         return QueryRow(key: key, value: .revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted),
                         documentID: id, sourceDocumentID: id, sequenceNumber: summary.sequence,
-                        conflictingRevisions: conflicts, loader: DocumentLoader(snapshot: snapshot, id: id))
+                        conflictingRevisions: conflicts, source: source)
     }
 }
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One row of a query result: a key, a value, and the document it came from.
 ///
 /// For an all-documents query the key is the document ID (the sequence number for
@@ -30,17 +28,17 @@ public struct QueryRow: Sendable, Equatable {
     /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
     /// non-deleted leaf revision, the winner first. Empty otherwise.
     public let conflictingRevisions: [String]
-    package let loader: DocumentLoader?
+    package let source: RowSource?
 
     package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
-                 conflictingRevisions: [String] = [], loader: DocumentLoader?) {
+                 conflictingRevisions: [String] = [], source: RowSource?) {
         self.key = key
         self.storedValue = value
         self.documentID = documentID
         self.sourceDocumentID = sourceDocumentID
         self.sequenceNumber = sequenceNumber
         self.conflictingRevisions = conflictingRevisions
-        self.loader = loader
+        self.source = source
     }
 
     /// The row's value; nil when the index holds none.
@@ -52,9 +50,12 @@ public struct QueryRow: Sendable, Equatable {
         }
     }
 
-    /// The document, read from the same snapshot as the row on first use and then kept; nil when the row has
-    /// no document or it cannot be read.
-    public var document: Document? { loader?.document }
+    /// The document, read on access from the snapshot the query read (so it matches the row whatever was
+    /// written since); nil when the row has no document or it cannot be read.
+    public var document: Document? {
+        guard let source, let documentID else { return nil }
+        return try? source.snapshot.document(id: documentID)
+    }
 
     /// Item `index` of an array key; nil when the key is not an array or is shorter.
     ///
@@ -94,21 +95,11 @@ public struct QueryRow: Sendable, Equatable {
     }
 }
 
-/// Loads a row's document once, from the snapshot the query read.
-package final class DocumentLoader: Sendable {
-    private let snapshot: DocumentSnapshot
-    private let id: String
-    private let cache = Mutex<Document??>(nil)
+/// The snapshot a query read, shared by all its rows, from which a row's document is loaded on demand.
+package final class RowSource: Sendable {
+    let snapshot: DocumentSnapshot
 
-    init(snapshot: DocumentSnapshot, id: String) {
+    init(snapshot: DocumentSnapshot) {
         self.snapshot = snapshot
-        self.id = id
-    }
-
-    var document: Document? {
-        if let cached = cache.withLock({ $0 }) { return cached }
-        let loaded = try? snapshot.document(id: id)
-        cache.withLock { $0 = loaded }
-        return loaded
     }
 }
