@@ -75,7 +75,8 @@ final class DocumentFile: @unchecked Sendable {
             var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
             let version = try r.readByte()
             guard version == metadataVersion else {
-                throw SofaError(.unsupportedFormat, "document metadata version \(version); this build reads \(metadataVersion)",
+                throw SofaError(.unsupportedFormat,
+                                "document metadata version \(version); this build reads \(metadataVersion)",
                                 path: path, offset: Int(commit.offset))
             }
             let sequence = try r.readVarint()

@@ -18,6 +18,9 @@ extension Query {
         // stored counts instead of reading the skipped rows.
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
+        // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
+        let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(total) : 0)
+        collector.rows.reserveCapacity(min(limit ?? Int.max, expected))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)
@@ -76,9 +79,10 @@ extension Query {
         let snapshot = source.snapshot
         let start = try Query.sequenceNumber(startKey), end = try Query.sequenceNumber(endKey)
         let low = descending ? end : start, high = descending ? start : end
-        let range = KeyRange(
-            lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveEnd : inclusiveStart) },
-            upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveStart : inclusiveEnd) })
+        let lowInclusive = descending ? inclusiveEnd : inclusiveStart
+        let highInclusive = descending ? inclusiveStart : inclusiveEnd
+        let range = KeyRange(lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: lowInclusive) },
+                             upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: highInclusive) })
         try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
             guard let row = try sequenceRow(idBytes: id, source: source) else { return true }
             return collector.offer(row)
@@ -134,7 +138,8 @@ extension Query {
         }
         let id = String(decoding: idBytes, as: UTF8.self)
         let key: JSON = allDocsMode == .bySequence ? .number(Double(summary.sequence)) : .string(id)
-        return QueryRow(key: key, value: .revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted),
+        let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
+        return QueryRow(key: key, value: value,
                         documentID: id, sourceDocumentID: id, sequenceNumber: summary.sequence,
                         conflictingRevisions: conflicts, source: source)
     }
