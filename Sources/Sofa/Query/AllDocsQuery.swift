@@ -41,11 +41,7 @@ extension Query {
     /// The by-ID key range: start and end swap roles when descending; with ``prefixMatchLevel`` the high end
     /// (the end key, or the start key when descending) matches every ID it prefixes.
     private func idRange() throws -> KeyRange {
-        let start = try Query.idBytes(startKey), end = try Query.idBytes(endKey)
-        var low = descending ? end : start
-        var high = descending ? start : end
-        let lowInclusive = descending ? inclusiveEnd : inclusiveStart
-        var highInclusive = descending ? inclusiveStart : inclusiveEnd
+        var (low, lowInclusive, high, highInclusive) = try bounds(Query.idBytes)
         if prefixMatchLevel > 0, high != nil {
             // CBL appends U+FFFF to the string. IDs compare here as UTF-8 bytes, where U+FFFF (EF BF BF) sorts
             // below characters beyond the BMP (F0…); the byte FF, which UTF-8 never contains, sorts above every
@@ -56,6 +52,12 @@ extension Query {
         if low != nil && low!.isEmpty && lowInclusive { low = nil }
         return KeyRange(lower: low.map { KeyBound($0, inclusive: lowInclusive) },
                         upper: high.map { KeyBound($0, inclusive: highInclusive) })
+    }
+
+    /// The start and end keys, converted, as the low and high ends of the scan: swapped when descending.
+    private func bounds<T>(_ convert: (JSON?) throws -> T?) throws -> (T?, Bool, T?, Bool) {
+        let start = try convert(startKey), end = try convert(endKey)
+        return descending ? (end, inclusiveEnd, start, inclusiveStart) : (start, inclusiveStart, end, inclusiveEnd)
     }
 
     private static func idBytes(_ key: JSON?) throws -> [UInt8]? {
@@ -77,10 +79,7 @@ extension Query {
     /// Rows of documents in sequence order: a scan of the by-sequence tree, each ID looked up in by-ID.
     private func scanBySequence(_ source: RowSource, into collector: inout RowCollector) throws {
         let snapshot = source.snapshot
-        let start = try Query.sequenceNumber(startKey), end = try Query.sequenceNumber(endKey)
-        let low = descending ? end : start, high = descending ? start : end
-        let lowInclusive = descending ? inclusiveEnd : inclusiveStart
-        let highInclusive = descending ? inclusiveStart : inclusiveEnd
+        let (low, lowInclusive, high, highInclusive) = try bounds(Query.sequenceNumber)
         let range = KeyRange(lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: lowInclusive) },
                              upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: highInclusive) })
         try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
