@@ -28,6 +28,10 @@ final class WriteBatch {
     var pendingOrder: [[UInt8]] = []
     var pendingOrderIsSorted = true
     var pendingBytes = 0
+    /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
+    /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
+    /// caught the error and went on.
+    var failure: (any Error)?
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
@@ -54,6 +58,16 @@ final class WriteBatch {
     /// Applies the overlay to the working trees: one sorted batch per tree.
     func flush() throws {
         guard !pending.isEmpty else { return }
+        if let failure { throw failure }
+        do {
+            try applyPending()
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    private func applyPending() throws {
         var ids = pendingOrder
         if !pendingOrderIsSorted { ids.sort { compareArrays($0, $1) < 0 } }
         var byIDActions: [BTreeAction] = []
@@ -96,8 +110,12 @@ extension DocumentFile {
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
         batch = nil
-        guard b.lastSequence != b.startSequence else { return nil }
+        guard b.lastSequence != b.startSequence else {
+            storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
+            return nil
+        }
         do {
+            if let failure = b.failure { throw failure }
             try b.flush()
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
@@ -141,8 +159,15 @@ extension DocumentFile {
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
         if bytes.count <= inlineBodyLimit { return .inline(bytes) }
-        let (offset, _) = try bytes.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: true) }
-        return .chunk(offset: offset)
+        do {
+            let (offset, _) = try bytes.withUnsafeBytes {
+                try storage.append(kind: .value, payload: $0, compress: true)
+            }
+            return .chunk(offset: offset)
+        } catch {
+            batch?.failure = error
+            throw error
+        }
     }
 
     /// The writer's view of `id`: the batch's state when one is open, else the newest commit.

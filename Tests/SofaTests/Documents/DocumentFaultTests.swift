@@ -101,6 +101,30 @@ import Testing
         expectSound(reopened)
     }
 
+    @Test func aBatchThatMetAStorageErrorCannotCommitEvenIfTheErrorWasCaught() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let before = try Self.makeBase(path)
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: testOptions(), system: faults)
+        faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+        // Incompressible, and larger than the storage layer's 1 MiB write buffer, so appending it writes.
+        var random = SeededRandom(seed: 3)
+        let letters = (0..<(3 << 19)).map { _ in UInt8(ascii: "a") + UInt8(random.next() % 26) }
+        let huge: JSON = ["huge": .string(String(decoding: letters, as: UTF8.self))]
+        expectSofaError(.diskFull) {
+            try db.inBatch {
+                try db.put(["n": 1], id: "first")
+                expectSofaError(.diskFull) { try db.put(huge, id: "huge") }
+                try db.put(["n": 2], id: "after")  // the caller went on; the commit must still refuse
+            }
+        }
+        #expect(try Self.contents(db) == before)
+        try db.put(huge, id: "huge")
+        #expect(db.documentCount == 40)
+        expectSound(db)
+    }
+
     @Test func diskFullDuringABatchKeepsTheHandleUsable() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
