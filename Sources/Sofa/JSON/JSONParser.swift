@@ -7,11 +7,17 @@ extension JSON {
     ///
     /// Input nested deeper is rejected with ``SofaError/Code/invalidJSON`` naming the offset of the bracket
     /// that went one level too far, and a value built in code that is nested deeper cannot be serialized
-    /// (``SofaError/Code/invalidValue``). The parser recurses once per level; at this depth it uses well
-    /// under 256 KiB of stack even in a debug build, so it is safe on any thread.
+    /// (``SofaError/Code/invalidValue``). Neither the parser nor the serializer recurses, so nesting costs them
+    /// no machine stack; the limit keeps what does recurse over a value (`==`, `hash(into:)`, freeing it) within
+    /// a 512 KiB thread stack, the smallest default, even in a debug build.
     public static let maximumNestingDepth = 512
 
     /// Parses UTF-8 JSON text (RFC 8259). The whole input must be one value, with optional whitespace around it.
+    ///
+    /// Objects keep their members in input order. A key that appears twice keeps its first position and takes
+    /// its last value (`{"a":1,"b":2,"a":3}` reads as `{"a":3,"b":2}`). Numbers become the nearest `Double`, so
+    /// integers up to ±2^53 are exact; a number beyond the range of `Double` (`1e400`) is an error, not
+    /// infinity. A leading byte order mark is an error, as RFC 8259 forbids sending one.
     ///
     /// ```swift
     /// let doc = try JSON(parsing: #"{"type":"track","duration":235}"#)
@@ -60,7 +66,12 @@ extension JSON {
 
 // MARK: - Parser
 
-/// A one-pass recursive-descent parser over UTF-8 bytes, RFC 8259 exactly.
+/// A one-pass parser over UTF-8 bytes, RFC 8259 exactly.
+///
+/// It does not recurse: open arrays and objects live on an explicit stack, so input nested to
+/// ``JSON/maximumNestingDepth`` (or far deeper, which is rejected at the limit) uses no more machine stack than
+/// flat input, on any thread. The innermost container is kept in a local variable and only its enclosing ones
+/// go on the heap stack, so a flat document never allocates for it.
 ///
 /// It never builds strings character by character: a string without escapes becomes a `String` straight from
 /// its slice of the input, after the parser has checked the slice is valid UTF-8 (so bad bytes are reported
@@ -75,7 +86,7 @@ struct JSONParser: ~Copyable {
     let bytes: UnsafeRawBufferPointer
     /// Offset of the next unread byte.
     var index = 0
-    /// How many arrays and objects enclose the value being parsed.
+    /// How many arrays and objects are open around the value being parsed.
     var depth = 0
     /// Reused buffer for unescaping strings.
     var scratch: [UInt8] = []
@@ -87,6 +98,30 @@ struct JSONParser: ~Copyable {
         self.bytes = bytes
     }
 
+    /// An array or object whose closing bracket has not been reached yet.
+    ///
+    /// Keys and values collect in arrays that become the finished value's storage as they are: no copy and no
+    /// per-member dictionary lookups (those were half of the parse time). An object starts with room for 16
+    /// members, more than most documents have, so a typical object costs exactly two allocations; the price is
+    /// spare capacity in small objects, which is fine for values that are parsed, used and dropped.
+    struct OpenContainer {
+        let isObject: Bool
+        /// Object keys, parallel to `values`; empty for an array.
+        var keys = ContiguousArray<String>()
+        /// Array items or object member values.
+        var values = ContiguousArray<JSON>()
+        /// Rules out duplicate keys cheaply in the common case.
+        var keyFilter = KeyFilter()
+
+        init(isObject: Bool) {
+            self.isObject = isObject
+            if isObject {
+                keys.reserveCapacity(16)
+                values.reserveCapacity(16)
+            }
+        }
+    }
+
     /// Parses the whole input as exactly one value.
     mutating func parseDocument() throws -> JSON {
         skipWhitespace()
@@ -96,93 +131,103 @@ struct JSONParser: ~Copyable {
         return value
     }
 
-    /// Parses one value starting at `index` (whitespace already skipped).
+    /// Parses one value starting at `index` (whitespace already skipped), including everything nested in it.
     mutating func parseValue() throws -> JSON {
-        guard index < bytes.count else { throw unexpected("a value") }
-        switch bytes[index] {
-        case ASCII.quote:
-            index += 1
-            return .string(try parseStringBody())
-        case ASCII.openBrace:
-            return try parseObject()
-        case ASCII.openBracket:
-            return try parseArray()
-        case ASCII.zero...ASCII.nine, ASCII.minus:
-            return .number(try parseNumber())
-        case UInt8(ascii: "t"):
-            try expectLiteral("true")
-            return .bool(true)
-        case UInt8(ascii: "f"):
-            try expectLiteral("false")
-            return .bool(false)
-        case UInt8(ascii: "n"):
-            try expectLiteral("null")
-            return .null
-        default:
-            throw unexpected("a value")
-        }
-    }
-
-    /// Parses an object; `index` is at its `{`.
-    ///
-    /// Keys and values collect in two arrays that become the `OrderedDictionary`'s storage as they are, with
-    /// no copy and no per-member lookups (those were half of the parse time). They start with room for 16
-    /// members, more than most documents have, so a typical object costs exactly two allocations.
-    private mutating func parseObject() throws -> JSON {
-        try enterContainer()
-        defer { depth -= 1 }
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == ASCII.closeBrace {
-            index += 1
-            return .object([:])
-        }
-        var keys = ContiguousArray<String>()
-        var values = ContiguousArray<JSON>()
-        keys.reserveCapacity(16)
-        values.reserveCapacity(16)
-        var keyFilter = KeyFilter()
+        var enclosing: [OpenContainer] = []
+        var open = OpenContainer(isObject: false)  // the innermost open container; meaningful when depth > 0
+        let baseDepth = depth
         while true {
-            guard index < bytes.count, bytes[index] == ASCII.quote else {
-                throw unexpected(keys.isEmpty ? "a string key or '}'" : "a string key after ','")
-            }
-            index += 1
-            let keyStart = index
-            keys.append(try parseStringBody())
-            if lastStringHadEscapes {
-                keyFilter.mayHaveDuplicates = true
-            } else {
-                keyFilter.insert(UnsafeRawBufferPointer(rebasing: bytes[keyStart..<(index - 1)]))
-            }
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == ASCII.colon else { throw unexpected("':' after an object key") }
-            index += 1
-            skipWhitespace()
-            values.append(try parseValue())
-            skipWhitespace()
-            guard index < bytes.count else { throw unexpected("',' or '}' after an object member") }
-            let separator = bytes[index]
-            if separator == ASCII.comma {
+            // At the start of a value.
+            guard index < bytes.count else { throw unexpected("a value") }
+            var value: JSON
+            switch bytes[index] {
+            case ASCII.quote:
                 index += 1
+                value = .string(try parseStringBody())
+            case ASCII.zero...ASCII.nine, ASCII.minus:
+                value = .number(try parseNumber())
+            case ASCII.openBrace, ASCII.openBracket:
+                let isObject = bytes[index] == ASCII.openBrace
+                try enterContainer()
                 skipWhitespace()
-            } else if separator == ASCII.closeBrace {
+                if index < bytes.count, bytes[index] == (isObject ? ASCII.closeBrace : ASCII.closeBracket) {
+                    index += 1
+                    depth -= 1
+                    value = isObject ? .object([:]) : .array([])
+                    break
+                }
+                if depth > baseDepth + 1 { enclosing.append(open) }
+                open = OpenContainer(isObject: isObject)
+                if isObject { try parseMemberKey(into: &open) }
+                continue
+            case UInt8(ascii: "t"):
+                try expectLiteral("true")
+                value = .bool(true)
+            case UInt8(ascii: "f"):
+                try expectLiteral("false")
+                value = .bool(false)
+            case UInt8(ascii: "n"):
+                try expectLiteral("null")
+                value = .null
+            default:
+                throw unexpected("a value")
+            }
+
+            // A value is complete: add it to the innermost open container, and close every container that
+            // ends right after it.
+            while true {
+                guard depth > baseDepth else { return value }
+                open.values.append(value)
+                skipWhitespace()
+                let closer = open.isObject ? ASCII.closeBrace : ASCII.closeBracket
+                guard index < bytes.count, bytes[index] == ASCII.comma || bytes[index] == closer else {
+                    throw unexpected(
+                        open.isObject ? "',' or '}' after an object member" : "',' or ']' after an array item")
+                }
                 index += 1
-                return .object(makeObject(keys: keys, values: values, checkDuplicates: keyFilter.mayHaveDuplicates))
-            } else {
-                throw unexpected("',' or '}' after an object member")
+                if bytes[index - 1] == ASCII.comma {
+                    skipWhitespace()
+                    if open.isObject { try parseMemberKey(into: &open) }
+                    break
+                }
+                value = open.isObject ? .object(makeObject(open)) : .array(Array(open.values))
+                depth -= 1
+                open = enclosing.popLast() ?? OpenContainer(isObject: false)
             }
         }
     }
 
-    /// The object with these members, in order.
+    /// Parses a member's key and the colon after it, leaving `index` at the start of its value.
+    private mutating func parseMemberKey(into object: inout OpenContainer) throws {
+        guard index < bytes.count, bytes[index] == ASCII.quote else {
+            throw unexpected(object.keys.isEmpty ? "a string key or '}'" : "a string key after ','")
+        }
+        index += 1
+        let keyStart = index
+        object.keys.append(try parseStringBody())
+        if lastStringHadEscapes {
+            object.keyFilter.mayHaveDuplicates = true
+        } else {
+            object.keyFilter.insert(UnsafeRawBufferPointer(rebasing: bytes[keyStart..<(index - 1)]))
+        }
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == ASCII.colon else { throw unexpected("':' after an object key") }
+        index += 1
+        skipWhitespace()
+    }
+
+    /// The finished object.
     ///
     /// Duplicate keys: the first position is kept and the last value wins. When the key filter cannot rule
     /// duplicates out, small objects check pairwise, comparing byte lengths before strings; larger ones let
     /// the dictionary hash.
-    private func makeObject(
-        keys: ContiguousArray<String>, values: ContiguousArray<JSON>, checkDuplicates: Bool
-    ) -> JSONObject {
-        var unique = !checkDuplicates || keys.count <= 16
-        if unique && checkDuplicates {
+    private func makeObject(_ object: OpenContainer) -> JSONObject {
+        let keys = object.keys
+        guard object.keyFilter.mayHaveDuplicates else {
+            return JSONObject(uncheckedUniqueKeys: keys, values: object.values)
+        }
+        var unique = keys.count <= 16
+        if unique {
             outer: for i in keys.indices {
                 let length = keys[i].utf8.count
                 for j in 0..<i where keys[j].utf8.count == length && keys[j] == keys[i] {
@@ -191,35 +236,8 @@ struct JSONParser: ~Copyable {
                 }
             }
         }
-        if unique { return JSONObject(uncheckedUniqueKeys: keys, values: values) }
-        return JSONObject(zip(keys, values), uniquingKeysWith: { _, last in last })
-    }
-
-    /// Parses an array; `index` is at its `[`.
-    private mutating func parseArray() throws -> JSON {
-        try enterContainer()
-        defer { depth -= 1 }
-        skipWhitespace()
-        var items: [JSON] = []
-        if index < bytes.count, bytes[index] == ASCII.closeBracket {
-            index += 1
-            return .array(items)
-        }
-        while true {
-            items.append(try parseValue())
-            skipWhitespace()
-            guard index < bytes.count else { throw unexpected("',' or ']' after an array item") }
-            let separator = bytes[index]
-            if separator == ASCII.comma {
-                index += 1
-                skipWhitespace()
-            } else if separator == ASCII.closeBracket {
-                index += 1
-                return .array(items)
-            } else {
-                throw unexpected("',' or ']' after an array item")
-            }
-        }
+        if unique { return JSONObject(uncheckedUniqueKeys: keys, values: object.values) }
+        return JSONObject(zip(keys, object.values), uniquingKeysWith: { _, last in last })
     }
 
     /// Steps over an opening bracket, refusing to go deeper than the limit.

@@ -61,30 +61,33 @@ final class JSONValueEncoder: Encoder {
 
     // MARK: Boxing, shared with the containers
 
+    /// The coding path of the value being boxed, built only when a nested encoder or an error needs it.
+    typealias CodingPath = () -> [any CodingKey]
+
     /// `value` as a node: primitives directly, anything else through a nested encoder.
-    static func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> JSONEncodedNode {
+    static func box<T: Encodable>(_ value: T, at path: @autoclosure CodingPath) throws -> JSONEncodedNode {
         // Primitives come here when encoded generically (array items, dictionary values, optionals); give them
         // their exact conversions rather than a nested encoder.
         switch value {
         case let json as JSON: return .value(json)
         case let string as String: return .value(.string(string))
         case let number as Double: return .value(.number(number))
-        case let integer as Int: return .value(try boxInteger(integer, at: path))
+        case let integer as Int: return .value(try boxInteger(integer, at: path()))
         case let flag as Bool: return .value(.bool(flag))
         default:
-            let encoder = JSONValueEncoder(codingPath: path)
+            let encoder = JSONValueEncoder(codingPath: path())
             try value.encode(to: encoder)
             return encoder.node ?? .object(JSONEncodedObject())
         }
     }
 
     /// An integer as a number, if a `Double` holds it exactly.
-    static func boxInteger<T: BinaryInteger>(_ value: T, at path: [any CodingKey]) throws -> JSON {
+    static func boxInteger<T: BinaryInteger>(_ value: T, at path: @autoclosure CodingPath) throws -> JSON {
         guard let number = Double(exactly: value) else {
             throw EncodingError.invalidValue(
                 value,
                 EncodingError.Context(
-                    codingPath: path,
+                    codingPath: path(),
                     debugDescription: "the integer \(value) has no exact Double value, so a JSON number cannot hold "
                         + "it (integers are exact up to ±2^53); encode it as a string instead"))
         }
@@ -119,6 +122,134 @@ struct JSONSingleValueEncodingContainer: SingleValueEncodingContainer {
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         encoder.store(try JSONValueEncoder.box(value, at: codingPath))
+    }
+}
+
+// MARK: - Containers
+
+/// Writes the members of a JSON object. A key written twice keeps its first position and its last value.
+struct JSONKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let object: JSONEncodedObject
+    let codingPath: [any CodingKey]
+
+    private func store(_ value: JSON, forKey key: Key) {
+        object.members[key.stringValue] = .value(value)
+    }
+
+    private func storeInteger<T: BinaryInteger>(_ value: T, forKey key: Key) throws {
+        store(try JSONValueEncoder.boxInteger(value, at: codingPath + [key]), forKey: key)
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { store(.null, forKey: key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { store(.bool(value), forKey: key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { store(.string(value), forKey: key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { store(.number(value), forKey: key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { store(.number(Double(value)), forKey: key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try storeInteger(value, forKey: key) }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        object.members[key.stringValue] = try JSONValueEncoder.box(value, at: codingPath + [key])
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let nested = JSONEncodedObject()
+        object.members[key.stringValue] = .object(nested)
+        return KeyedEncodingContainer(
+            JSONKeyedEncodingContainer<NestedKey>(object: nested, codingPath: codingPath + [key]))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let nested = JSONEncodedArray()
+        object.members[key.stringValue] = .array(nested)
+        return JSONUnkeyedEncodingContainer(array: nested, codingPath: codingPath + [key])
+    }
+
+    /// An encoder whose value becomes the member `super`.
+    mutating func superEncoder() -> any Encoder {
+        superEncoder(named: JSONCodingKey.super)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        superEncoder(named: key)
+    }
+
+    private func superEncoder(named key: any CodingKey) -> any Encoder {
+        let encoder = JSONValueEncoder(codingPath: codingPath + [key])
+        object.members[key.stringValue] = .encoder(encoder)
+        return encoder
+    }
+}
+
+/// Appends the items of a JSON array.
+struct JSONUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+    let array: JSONEncodedArray
+    let codingPath: [any CodingKey]
+
+    var count: Int { array.items.count }
+
+    /// The path of the item about to be appended.
+    private var itemPath: [any CodingKey] { codingPath + [JSONCodingKey(index: count)] }
+
+    private func append(_ value: JSON) {
+        array.items.append(.value(value))
+    }
+
+    private func appendInteger<T: BinaryInteger>(_ value: T) throws {
+        append(try JSONValueEncoder.boxInteger(value, at: itemPath))
+    }
+
+    mutating func encodeNil() throws { append(.null) }
+    mutating func encode(_ value: Bool) throws { append(.bool(value)) }
+    mutating func encode(_ value: String) throws { append(.string(value)) }
+    mutating func encode(_ value: Double) throws { append(.number(value)) }
+    mutating func encode(_ value: Float) throws { append(.number(Double(value))) }
+    mutating func encode(_ value: Int) throws { try appendInteger(value) }
+    mutating func encode(_ value: Int8) throws { try appendInteger(value) }
+    mutating func encode(_ value: Int16) throws { try appendInteger(value) }
+    mutating func encode(_ value: Int32) throws { try appendInteger(value) }
+    mutating func encode(_ value: Int64) throws { try appendInteger(value) }
+    mutating func encode(_ value: UInt) throws { try appendInteger(value) }
+    mutating func encode(_ value: UInt8) throws { try appendInteger(value) }
+    mutating func encode(_ value: UInt16) throws { try appendInteger(value) }
+    mutating func encode(_ value: UInt32) throws { try appendInteger(value) }
+    mutating func encode(_ value: UInt64) throws { try appendInteger(value) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        array.items.append(try JSONValueEncoder.box(value, at: itemPath))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let nested = JSONEncodedObject()
+        let path = itemPath
+        array.items.append(.object(nested))
+        return KeyedEncodingContainer(JSONKeyedEncodingContainer<NestedKey>(object: nested, codingPath: path))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let nested = JSONEncodedArray()
+        let path = itemPath
+        array.items.append(.array(nested))
+        return JSONUnkeyedEncodingContainer(array: nested, codingPath: path)
+    }
+
+    /// An encoder whose value becomes the next item.
+    mutating func superEncoder() -> any Encoder {
+        let encoder = JSONValueEncoder(codingPath: itemPath)
+        array.items.append(.encoder(encoder))
+        return encoder
     }
 }
 

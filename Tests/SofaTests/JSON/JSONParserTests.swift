@@ -62,6 +62,12 @@ struct MalformedJSON: Sendable, CustomTestStringConvertible {
         #expect(large.objectValue?.count == 30)
         #expect(large["k5"] == 35)
         #expect(large.objectValue?.keys.first == "k0")
+        // Many distinct keys, some sharing length and first and last bytes, all kept in order.
+        let distinct = (0..<40).map { #""k\#($0)x":\#($0)"# }.joined(separator: ",")
+        let wide = try JSON(parsing: "{\(distinct)}")
+        #expect(wide.objectValue.map { Array($0.keys) } == (0..<40).map { "k\($0)x" })
+        // The empty key is a key like any other.
+        #expect(try JSON(parsing: #"{"":1,"a":2,"":3}"#).serialized() == #"{"":3,"a":2}"#)
     }
 
     @Test func stringEscapes() throws {
@@ -234,6 +240,46 @@ struct MalformedJSON: Sendable, CustomTestStringConvertible {
         #expect(mixedError.offset == 6 * (JSON.maximumNestingDepth / 2))
     }
 
+    /// The limit is safe on any thread: parse, serialize, compare, hash, decode and free a value nested to the
+    /// limit on a thread with a 512 KiB stack, the smallest default thread stack (macOS). Parsing and
+    /// serializing use no stack per level; the synthesized `==` and `hash(into:)` and freeing do, and a debug
+    /// build (the worst case) needs about 384 KiB for them.
+    @Test func nestingAtTheLimitFitsASmallStack() throws {
+        let depth = JSON.maximumNestingDepth
+        let text = String(repeating: #"[{"k":"#, count: depth / 2) + "0" + String(repeating: "}]", count: depth / 2)
+        let other = try JSON(parsing: text)
+        let outcome = Outcome()
+        runOnThread(stackSize: 512 * 1024) {
+            do {
+                let value = try JSON(parsing: text)
+                let roundTrip = try JSON(parsing: value.serialized()) == other
+                let decoded = try value.decode(JSON.self) == other && JSON(encoding: value) == other
+                let hashed = value.hashValue == other.hashValue
+                outcome.set(roundTrip && decoded && hashed)
+            } catch {
+                outcome.set(false)
+            }
+        }
+        #expect(outcome.value == true)
+    }
+
+    /// Parsing alone needs no stack per level: a 64 KiB thread parses and rejects input nested a million deep.
+    @Test func parsingDeepInputNeedsLittleStack() throws {
+        let input = [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)
+        let outcome = Outcome()
+        runOnThread(stackSize: 64 * 1024) {
+            do {
+                _ = try JSON(parsing: input)
+                outcome.set(false)
+            } catch let error as SofaError {
+                outcome.set(error.offset == JSON.maximumNestingDepth)
+            } catch {
+                outcome.set(false)
+            }
+        }
+        #expect(outcome.value == true)
+    }
+
     /// Far deeper input must fail at the limit, not overflow the stack.
     @Test func hugeNestingDoesNotCrash() throws {
         let input = [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)
@@ -251,4 +297,10 @@ struct MalformedJSON: Sendable, CustomTestStringConvertible {
             ["_id", "type", "genre", "artist", "album", "title", "duration", "year", "rating"]) == true)
         #expect(try track.serialized() == line)
     }
+}
+
+/// A result handed back from another thread; `runOnThread` joins before it is read.
+private final class Outcome: @unchecked Sendable {
+    private(set) var value: Bool?
+    func set(_ newValue: Bool) { value = newValue }
 }

@@ -42,7 +42,9 @@ import Testing
             if Int.random(in: 0..<5, using: &random) == 0 { text = text.hasPrefix("-") ? "-0" : "0" }
             if Bool.random(using: &random) {
                 text += "."
-                for _ in 0..<Int.random(in: 1...20, using: &random) { text += String(Int.random(in: 0...9, using: &random)) }
+                for _ in 0..<Int.random(in: 1...20, using: &random) {
+                    text += String(Int.random(in: 0...9, using: &random))
+                }
             }
             if Bool.random(using: &random) {
                 text += ["e", "E", "e+", "e-", "E-"].randomElement(using: &random)!

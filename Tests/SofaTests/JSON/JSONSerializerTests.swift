@@ -40,7 +40,8 @@ import Testing
     @Test func otherNumbersUseTheShortestRoundTripForm() throws {
         let cases: [(Double, String)] = [
             (0.1, "0.1"), (-2.5, "-2.5"), (0.30000000000000004, "0.30000000000000004"), (1e-7, "1e-07"),
-            (1.5e300, "1.5e+300"), (.leastNonzeroMagnitude, "5e-324"), (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
+            (1.5e300, "1.5e+300"), (.leastNonzeroMagnitude, "5e-324"),
+            (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
             (123.456, "123.456"),
         ]
         for (number, text) in cases {
@@ -71,7 +72,8 @@ import Testing
     }
 
     @Test func stringEscaping() throws {
-        let value = JSON.string("quote\" backslash\\ slash/ \n\r\t\u{08}\u{0C} \u{0}\u{1F} del\u{7F} é 中 😀 \u{2028}")
+        let value = JSON.string(
+            "quote\" backslash\\ slash/ \n\r\t\u{08}\u{0C} \u{0}\u{1F} del\u{7F} é 中 😀 \u{2028}")
         let expected = #""quote\" backslash\\ slash/ \n\r\t\b\f \u0000\u001F del"# + "\u{7F} é 中 😀 \u{2028}\""
         #expect(try value.serialized() == expected)
         #expect(try JSON(parsing: expected) == value)
@@ -91,6 +93,23 @@ import Testing
         let error = try #require(throws: SofaError.self) { try tooDeep.serialized() }
         #expect(error.code == .invalidValue)
         #expect(error.message.contains("\(JSON.maximumNestingDepth)"))
+    }
+
+    /// Output passes through a 1 KiB staging buffer: strings and documents longer than it, and strings ending
+    /// on each side of its boundary, come out whole.
+    @Test func outputLongerThanTheStagingBuffer() throws {
+        let long = String(repeating: "abc\"é\n", count: 1000)
+        let value: JSON = ["long": .string(long), "numbers": .array((0..<2000).map { .number(Double($0 * 7919)) })]
+        #expect(try JSON(parsing: value.serialized()) == value)
+        for length in 1000...1030 {
+            let plain = String(repeating: "x", count: length)
+            #expect(try JSON.string(plain).serialized() == "\"\(plain)\"")
+            let array: JSON = [.string(plain), .string(plain + "\u{1}")]
+            #expect(try array.serialized() == "[\"\(plain)\",\"\(plain)\\u0001\"]")
+        }
+        var buffer: [UInt8] = []
+        for _ in 0..<100 { try value.serialize(into: &buffer) }
+        #expect(buffer.count == 100 * (try value.serializedBytes().count))
     }
 
     @Test func nonNativeStringsAreWrittenToo() throws {
