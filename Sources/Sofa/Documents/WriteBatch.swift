@@ -132,9 +132,9 @@ extension DocumentFile {
         storage.discardUncommitted()
     }
 
-    /// Stores a new state of document `id` in the batch under the next sequence.
+    /// Stores a new state of document `id` in the batch under the next sequence, its tree pruned.
     ///
-    /// - Returns: the sequence assigned.
+    /// - Returns: the record as stored.
     func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
         guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
