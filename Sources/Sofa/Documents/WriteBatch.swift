@@ -32,6 +32,8 @@ final class WriteBatch {
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
     /// caught the error and went on.
     var failure: (any Error)?
+    /// ``largestStoredID()`` of the tree rooted at `root`.
+    private var largestID: (root: UInt64, key: [UInt8])?
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
@@ -46,8 +48,21 @@ final class WriteBatch {
     /// The current state of `id`: the overlay, else the working by-ID tree.
     func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
         if let p = pending[id] { return (p.record, p.storedSequence) }
+        // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
+        if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
         guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
         return (r, r.sequence)
+    }
+
+    /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the
+    /// root's last key is the tree's), read once per tree.
+    private func largestStoredID() throws -> [UInt8]? {
+        if let cached = largestID, cached.root == byID.root?.offset { return cached.key }
+        guard let root = byID.root else { return nil }
+        let node = try byID.node(at: root.offset)
+        let key = Array(node.key(node.count - 1))
+        largestID = (root.offset, key)
+        return key
     }
 
     /// Reads of the working state (the writer's own thread only).
