@@ -1,0 +1,141 @@
+/// The parent's view of all runs: figures per engine, aggregated over repeats, printed as Markdown or CSV.
+struct Report {
+    /// Engine names in column order.
+    let engines: [String]
+    let n: Int
+    /// Each engine's records, one array per run.
+    private var runs: [String: [[ChildRecord]]] = [:]
+
+    init(engines: [String], n: Int) {
+        self.engines = engines
+        self.n = n
+    }
+
+    /// Adds one child run's records for `engine`.
+    mutating func add(engine: String, records: [ChildRecord]) {
+        runs[engine, default: []].append(records)
+    }
+
+    /// Whether every answer of every run of every engine matched gen.py's.
+    var allChecksPassed: Bool {
+        runs.values.joined().joined().allSatisfy { record in
+            if case .check(let check) = record { return check.ok }
+            return true
+        }
+    }
+
+    // MARK: - Aggregation
+
+    /// (workload, metric, unit) in first-seen order across engines, so rows follow the run order.
+    private var rowKeys: [(workload: String, metric: String, unit: String)] {
+        var seen = Set<String>()
+        var keys: [(String, String, String)] = []
+        for engine in engines {
+            for record in runs[engine]?.first ?? [] {
+                if case .measurement(let m) = record, seen.insert(m.workload + "\t" + m.metric).inserted {
+                    keys.append((m.workload, m.metric, m.unit))
+                }
+            }
+        }
+        return keys
+    }
+
+    /// The median over runs of `engine`'s figure, or nil if it has none.
+    func median(_ engine: String, _ workload: String, _ metric: String) -> Double? {
+        let values = (runs[engine] ?? []).compactMap { records in
+            records.lazy.compactMap { record -> Double? in
+                guard case .measurement(let m) = record, m.workload == workload, m.metric == metric else { return nil }
+                return m.value
+            }.first
+        }.sorted()
+        guard !values.isEmpty else { return nil }
+        let mid = values.count / 2
+        return values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2
+    }
+
+    /// Each answer label with, per engine, whether every run got it right.
+    private var checkRows: [(label: String, results: [String: Bool])] {
+        var order: [String] = []
+        var results: [String: [String: Bool]] = [:]
+        for engine in engines {
+            for record in (runs[engine] ?? []).joined() {
+                guard case .check(let check) = record else { continue }
+                if results[check.workload] == nil { order.append(check.workload) }
+                results[check.workload, default: [:]][engine] = (results[check.workload]?[engine] ?? true) && check.ok
+            }
+        }
+        return order.map { ($0, results[$0] ?? [:]) }
+    }
+
+    private func configuration(_ engine: String) -> String? {
+        for record in runs[engine]?.first ?? [] {
+            if case .configuration(let text) = record { return text }
+        }
+        return nil
+    }
+
+    // MARK: - Output
+
+    /// The Markdown table: one row per figure, one column per engine, then Sofa/peer ratios when Sofa ran.
+    func markdown() -> String {
+        let subject = EngineRegistry.subject
+        let ratioPeers = engines.contains(subject) ? EngineRegistry.peers.filter(engines.contains) : []
+        var header = ["workload", "metric", "unit"] + engines + ratioPeers.map { "\(subject)/\($0)" }
+        var lines = [row(header), row(header.map { _ in "---" })]
+        for key in rowKeys {
+            let values = engines.map { median($0, key.workload, key.metric) }
+            var cells = [key.workload, key.metric, key.unit]
+            cells += values.map { $0.map(NumberFormat.figure) ?? "—" }
+            for peer in ratioPeers {
+                let mine = median(subject, key.workload, key.metric)
+                let theirs = median(peer, key.workload, key.metric)
+                cells.append(mine.flatMap { m in theirs.map { NumberFormat.ratio(m / $0) } } ?? "—")
+            }
+            lines.append(row(cells))
+        }
+        header = ["answer"] + engines
+        lines += ["", row(header), row(header.map { _ in "---" })]
+        for check in checkRows {
+            lines.append(row([check.label] + engines.map { check.results[$0].map { $0 ? "OK" : "MISMATCH" } ?? "—" }))
+        }
+        lines.append("")
+        for engine in engines {
+            lines.append("- \(engine): \(configuration(engine) ?? "?")")
+        }
+        if ratioPeers.isEmpty {
+            lines.append("- ratios (\(subject)/peer) appear once the \(subject) engine exists and is selected")
+        } else {
+            lines.append("- ratios are \(subject)/peer of the figures: > 1 is better for \(subject) on /s rows, "
+                + "worse on µs, MiB and s rows")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// CSV rows `workload,engine,n,metric,value,unit`; answers are rows with metric `answer` and value
+    /// `OK` or `MISMATCH`. Figures are medians over the runs.
+    func csv() -> String {
+        var lines = ["workload,engine,n,metric,value,unit"]
+        for key in rowKeys {
+            for engine in engines {
+                guard let value = median(engine, key.workload, key.metric) else { continue }
+                lines.append([key.workload, engine, String(n), quoted(key.metric), String(value), key.unit]
+                    .joined(separator: ","))
+            }
+        }
+        for check in checkRows {
+            for engine in engines {
+                guard let ok = check.results[engine] else { continue }
+                lines.append([check.label, engine, String(n), "answer", ok ? "OK" : "MISMATCH", ""].joined(separator: ","))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func row(_ cells: [String]) -> String {
+        "| " + cells.joined(separator: " | ") + " |"
+    }
+
+    private func quoted(_ field: String) -> String {
+        field.contains(",") || field.contains("\"") ? "\"" + field.replacing("\"", with: "\"\"") + "\"" : field
+    }
+}
