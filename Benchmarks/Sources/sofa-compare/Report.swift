@@ -42,15 +42,34 @@ struct Report {
 
     /// The median over runs of `engine`'s figure, or nil if it has none.
     func median(_ engine: String, _ workload: String, _ metric: String) -> Double? {
-        let values = (runs[engine] ?? []).compactMap { records in
+        let values = figures(engine, workload, metric)
+        guard !values.isEmpty else { return nil }
+        let mid = values.count / 2
+        return values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2
+    }
+
+    /// Half the range of `engine`'s figure over the runs, relative to its median: how much to trust it.
+    func spread(_ engine: String, _ workload: String, _ metric: String) -> Double? {
+        let values = figures(engine, workload, metric)
+        guard values.count > 1, let median = median(engine, workload, metric), median != 0 else { return nil }
+        return (values[values.count - 1] - values[0]) / 2 / abs(median)
+    }
+
+    /// `engine`'s figure from every run, sorted.
+    private func figures(_ engine: String, _ workload: String, _ metric: String) -> [Double] {
+        (runs[engine] ?? []).compactMap { records in
             records.lazy.compactMap { record -> Double? in
                 guard case .measurement(let m) = record, m.workload == workload, m.metric == metric else { return nil }
                 return m.value
             }.first
         }.sorted()
-        guard !values.isEmpty else { return nil }
-        let mid = values.count / 2
-        return values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2
+    }
+
+    /// A table cell: the median, and with several runs `±` half their range in percent.
+    private func cell(_ engine: String, _ workload: String, _ metric: String) -> String {
+        guard let value = median(engine, workload, metric) else { return "—" }
+        guard let spread = spread(engine, workload, metric) else { return NumberFormat.figure(value) }
+        return NumberFormat.figure(value) + " ±" + String(Int((spread * 100).rounded())) + "%"
     }
 
     /// Each answer label with, per engine, whether every run got it right.
@@ -83,9 +102,8 @@ struct Report {
         var header = ["workload", "metric", "unit"] + engines + ratioPeers.map { "\(subject)/\($0)" }
         var lines = [row(header), row(header.map { _ in "---" })]
         for key in rowKeys {
-            let values = engines.map { median($0, key.workload, key.metric) }
             var cells = [key.workload, key.metric, key.unit]
-            cells += values.map { $0.map(NumberFormat.figure) ?? "—" }
+            cells += engines.map { cell($0, key.workload, key.metric) }
             for peer in ratioPeers {
                 let mine = median(subject, key.workload, key.metric)
                 let theirs = median(peer, key.workload, key.metric)
@@ -101,6 +119,10 @@ struct Report {
         lines.append("")
         for engine in engines {
             lines.append("- \(engine): \(configuration(engine) ?? "?")")
+        }
+        if runs.values.contains(where: { $0.count > 1 }) {
+            lines.append("- figures are medians over \(runs.values.map(\.count).max() ?? 1) runs per engine; "
+                + "±p% is half the range of the runs relative to the median")
         }
         if ratioPeers.isEmpty {
             lines.append("- ratios (\(subject)/peer) appear once the \(subject) engine exists and is selected")
