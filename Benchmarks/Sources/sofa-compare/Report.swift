@@ -147,7 +147,8 @@ struct Report {
         for check in checkRows {
             for engine in engines {
                 guard let ok = check.results[engine] else { continue }
-                lines.append([check.label, engine, String(n), "answer", ok ? "OK" : "MISMATCH", ""].joined(separator: ","))
+                let fields = [check.label, engine, String(n), "answer", ok ? "OK" : "MISMATCH", ""]
+                lines.append(fields.joined(separator: ","))
             }
         }
         return lines.joined(separator: "\n")

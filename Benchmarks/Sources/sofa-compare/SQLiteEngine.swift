@@ -133,7 +133,8 @@ final class SQLiteEngine: Engine {
             // Column 0 must be fetched as a blob before its size is asked for (sqlite3_column_blob docs).
             let bytes = sqlite3_column_blob(statement, 0)
             let count = Int(sqlite3_column_bytes(statement, 0))
-            visit(UnsafeRawBufferPointer(start: bytes, count: count), UInt32(truncatingIfNeeded: sqlite3_column_int64(statement, 1)))
+            let value = UInt32(truncatingIfNeeded: sqlite3_column_int64(statement, 1))
+            visit(UnsafeRawBufferPointer(start: bytes, count: count), value)
             rc = sqlite3_step(statement)
         }
         guard rc == SQLITE_DONE else { throw error("step") }

@@ -28,8 +28,11 @@ struct SofaCompare: ParsableCommand {
     @Option(help: "Data set directory (with rows.tsv, q2.tsv, q4.tsv, u6.tsv, expected.json).")
     var data: String?
 
-    @Option(help: "Scratch directory for the engines' files; each engine gets a subdirectory that is emptied.")
-    var db = "/tmp/sofa-compare"
+    @Option(help: """
+        Scratch directory for the engines' files (each engine gets a subdirectory, emptied first). \
+        Default: a new /tmp/sofa-compare.XXXXXX, deleted afterwards. Must be on the disk to measure, not tmpfs.
+        """)
+    var db: String?
 
     @Option(help: "Runs per engine (interleaved engine by engine); figures are medians over the runs.")
     var `repeat` = 1
@@ -71,12 +74,16 @@ struct SofaCompare: ParsableCommand {
         guard access(directory + "/expected.json", R_OK) == 0 else {
             throw CompareError("no data set in \(directory); make it with: Benchmarks/data/generate.sh \(n)")
         }
+        let scratch = try ScratchDirectory(path: db)
+        defer { scratch.removeContents(engines: selectedEngines) }
         var report = Report(engines: selectedEngines, n: n)
         for run in 1 ... `repeat` {
             for engine in selectedEngines {
                 log("sofa-compare: n=\(n) engine=\(engine) run \(run)/\(`repeat`)")
-                var arguments = ["--engine-child", engine, "--n", String(n), "--data", directory, "--db", db]
-                arguments += ["--workloads", workloads, cold ? "--cold" : "--no-cold"]
+                let arguments = [
+                    "--engine-child", engine, "--n", String(n), "--data", directory, "--db", scratch.path,
+                    "--workloads", workloads, cold ? "--cold" : "--no-cold",
+                ]
                 let output = try ChildProcess.run(arguments)
                 let records = output.split(separator: "\n").compactMap(ChildRecord.init(line:))
                 for case .check(let check) in records where !check.ok {
@@ -102,7 +109,8 @@ struct SofaCompare: ParsableCommand {
         let dataSet = try DataSet.load(from: dataDirectory)
         log("sofa-compare: \(name): loaded \(dataSet.rows.count) rows in "
             + NumberFormat.fixed(Double(SystemProbe.now() - loadStart) / 1e9, decimals: 1) + " s")
-        mkdir(db, 0o755)
+        // The parent made and locked the scratch directory and passes it explicitly.
+        guard let db else { throw CompareError("--engine-child needs --db") }
         let runner = WorkloadRunner(
             data: dataSet, engineType: engineType, directory: db + "/" + name,
             selected: Set(selectedWorkloads), cold: cold,
