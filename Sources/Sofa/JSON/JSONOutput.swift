@@ -1,0 +1,184 @@
+/// Where the serializer writes: a fixed staging buffer, flushed to a byte array in large pieces.
+///
+/// Appending a few bytes at a time to an `Array` costs a uniqueness and capacity check each time, which was
+/// most of the serializer's time; stores into the staging buffer are plain stores.
+///
+/// Invariant: `used <= staging.count`, and every store into `staging` first makes room for all the bytes it
+/// writes (`reserve`), flushing if need be.
+struct JSONOutput: ~Copyable {
+    /// Bytes staged on the stack by `JSONSerializer.write`; big enough for any number or escape sequence.
+    static let stagingCapacity = 1024
+
+    /// The staging buffer; valid only inside the `withUnsafeTemporaryAllocation` call that provided it.
+    private let staging: UnsafeMutableBufferPointer<UInt8>
+    /// How many bytes of `staging` are waiting to be flushed.
+    private var used = 0
+    /// Where flushed bytes go.
+    var destination: [UInt8] = []
+
+    init(staging: UnsafeMutableBufferPointer<UInt8>) {
+        self.staging = staging
+    }
+
+    /// Moves the staged bytes to `destination`.
+    mutating func flush() {
+        guard used > 0 else { return }
+        destination.append(contentsOf: UnsafeBufferPointer(rebasing: staging[..<used]))
+        used = 0
+    }
+
+    /// Makes room for `count` staged bytes (`count <= stagingCapacity`).
+    @inline(__always)
+    private mutating func reserve(_ count: Int) {
+        if staging.count - used < count { flush() }
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        staging[used] = byte
+        used += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ literal: StaticString) {
+        append(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends raw bytes, staging them when they fit and passing long runs straight through.
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        if staging.count - used < bytes.count {
+            flush()
+            if bytes.count > staging.count {
+                destination.append(contentsOf: bytes)
+                return
+            }
+        }
+        (staging.baseAddress! + used).update(from: source, count: bytes.count)
+        used += bytes.count
+    }
+
+    // MARK: Numbers
+
+    /// Appends a number: whole numbers up to 2^53 as integers, others in Swift's shortest round-trip form.
+    mutating func appendNumber(_ number: Double, strict: Bool) throws {
+        guard number.isFinite else {
+            guard !strict else {
+                throw SofaError(.invalidValue, "cannot serialize \(number) as JSON: it has no NaN or infinity")
+            }
+            append(number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity")
+            return
+        }
+        if number.magnitude <= 9_007_199_254_740_992, number == number.rounded(.towardZero) {
+            if number.sign == .minus { append(ASCII.minus) }
+            appendDecimal(UInt64(number.magnitude))
+            return
+        }
+        // `description` is the shortest text that reads back as the same double, and its forms (`0.1`,
+        // `1e-07`, `1.5e+300`, `9.007199254740994e+15` beyond 2^53) are all JSON numbers.
+        var text = number.description
+        text.withUTF8 { append($0) }
+    }
+
+    /// Appends the decimal digits of `value`, written backwards into place.
+    @inline(__always)
+    mutating func appendDecimal(_ value: UInt64) {
+        var digitCount = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digitCount += 1
+        }
+        reserve(digitCount)
+        var position = used + digitCount
+        rest = value
+        repeat {
+            position -= 1
+            staging[position] = ASCII.zero &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
+        used += digitCount
+    }
+
+    // MARK: Strings
+
+    /// Appends a quoted string with `"`, `\` and control characters escaped.
+    mutating func appendString(_ string: String) {
+        append(ASCII.quote)
+        var string = string
+        string.withUTF8 { appendEscaped($0) }
+        append(ASCII.quote)
+    }
+
+    /// Appends UTF-8 text with `"`, `\` and control characters escaped, copying the runs between them whole.
+    private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        var index = 0
+        while true {
+            index = Self.firstByteNeedingEscape(in: utf8, from: index)
+            guard index < utf8.count else { break }
+            append(UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            appendEscape(for: utf8[index])
+            index += 1
+            runStart = index
+        }
+        append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
+    }
+
+    /// The offset of the first `"`, `\` or control character at or after `start`, or `utf8.count`.
+    ///
+    /// Eight bytes at a time: a SWAR test sets the high bit of every byte lane holding one of them (bytes of
+    /// 0x80 and up are masked out: non-ASCII is written as is). Borrows only flag lanes above a flagged one,
+    /// so the lowest flag is exact.
+    @inline(__always)
+    private static func firstByteNeedingEscape(in utf8: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        var index = start
+        let raw = UnsafeRawBufferPointer(utf8)
+        while index + 8 <= utf8.count {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let quotes = word ^ (ones &* UInt64(ASCII.quote))
+            let backslashes = word ^ (ones &* UInt64(ASCII.backslash))
+            let flags = ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes
+                | (word &- ones &* UInt64(ASCII.space)) & ~word) & highBits
+            if flags != 0 { return index + flags.trailingZeroBitCount >> 3 }
+            index += 8
+        }
+        while index < utf8.count {
+            let byte = utf8[index]
+            if byte < ASCII.space || byte == ASCII.quote || byte == ASCII.backslash { return index }
+            index += 1
+        }
+        return index
+    }
+
+    /// Appends the escape sequence for `byte`: the short forms RFC 8259 names, `\u00XX` for other controls.
+    private mutating func appendEscape(for byte: UInt8) {
+        reserve(6)
+        let short: UInt8
+        switch byte {
+        case ASCII.quote: short = ASCII.quote
+        case ASCII.backslash: short = ASCII.backslash
+        case 0x08: short = UInt8(ascii: "b")
+        case 0x0C: short = UInt8(ascii: "f")
+        case ASCII.newline: short = UInt8(ascii: "n")
+        case ASCII.carriageReturn: short = UInt8(ascii: "r")
+        case ASCII.tab: short = UInt8(ascii: "t")
+        default:
+            for unit in [ASCII.backslash, ASCII.lowercaseU, ASCII.zero, ASCII.zero] { append(unit) }
+            append(Self.hexDigit(byte >> 4))
+            append(Self.hexDigit(byte & 0xF))
+            return
+        }
+        append(ASCII.backslash)
+        append(short)
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? ASCII.zero + nibble : UInt8(ascii: "A") + nibble - 10
+    }
+}

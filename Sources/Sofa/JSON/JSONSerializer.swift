@@ -1,0 +1,180 @@
+// MARK: - Public entry points
+
+extension JSON {
+    /// The compact JSON text of this value: no whitespace, object members in stored order.
+    ///
+    /// ```swift
+    /// let doc: JSON = ["title": "Qux", "duration": 235, "rating": 4.5]
+    /// try doc.serialized()  // {"title":"Qux","duration":235,"rating":4.5}
+    /// ```
+    ///
+    /// Numbers: a whole number of magnitude up to 2^53 prints as an integer (`235`, not `235.0`); other numbers
+    /// print in the shortest form that parses back to the same `Double` (`0.1`, `1e-07`, `1.5e+300`). Negative
+    /// zero prints as `-0`, so the sign survives a round trip. Strings escape `"`, `\` and the control characters
+    /// U+0000–U+001F (`\b \f \n \r \t` in their short forms, the rest as `\u00XX`); `/` and non-ASCII characters
+    /// are written as they are, in UTF-8.
+    ///
+    /// - Returns: The JSON text.
+    /// - Throws: ``SofaError`` with code ``SofaError/Code/invalidValue`` if the value holds NaN or an infinity,
+    ///   or nests arrays and objects deeper than ``maximumNestingDepth``.
+    public func serialized() throws -> String {
+        String(decoding: try serializedBytes(), as: UTF8.self)
+    }
+
+    /// The compact JSON text of this value as UTF-8 bytes; see ``serialized()`` for the exact form.
+    ///
+    /// ```swift
+    /// let bytes = try (["a", 1] as JSON).serializedBytes()  // Array(#"["a",1]"#.utf8)
+    /// ```
+    ///
+    /// - Returns: UTF-8 encoded JSON text.
+    /// - Throws: ``SofaError`` with code ``SofaError/Code/invalidValue`` for NaN, an infinity, or nesting deeper
+    ///   than ``maximumNestingDepth``.
+    public func serializedBytes() throws -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(256)
+        try serialize(into: &buffer)
+        return buffer
+    }
+
+    /// Appends the compact JSON text of this value to `buffer`; see ``serialized()`` for the exact form.
+    ///
+    /// ```swift
+    /// var line: [UInt8] = []
+    /// for doc in docs { try doc.serialize(into: &line); line.append(UInt8(ascii: "\n")) }
+    /// ```
+    ///
+    /// - Parameter buffer: The bytes to append to. If serialization fails, `buffer` is left as it was.
+    /// - Throws: ``SofaError`` with code ``SofaError/Code/invalidValue`` for NaN, an infinity, or nesting deeper
+    ///   than ``maximumNestingDepth``.
+    public func serialize(into buffer: inout [UInt8]) throws {
+        let originalCount = buffer.count
+        do {
+            try JSONSerializer.write(self, into: &buffer, strict: true)
+        } catch {
+            buffer.removeSubrange(originalCount...)
+            throw error
+        }
+    }
+}
+
+extension JSON: CustomStringConvertible {
+    /// The value's compact JSON text, as ``serialized()`` writes it.
+    ///
+    /// Where ``serialized()`` would throw, this still gives something readable: NaN and the infinities appear
+    /// as `NaN`, `Infinity` and `-Infinity` (which is not valid JSON), and there is no nesting limit.
+    public var description: String {
+        var buffer: [UInt8] = []
+        // Cannot throw: non-strict mode writes the readable forms instead of failing.
+        try? JSONSerializer.write(self, into: &buffer, strict: false)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
+// MARK: - Serializer
+
+/// Writes `JSON` values as compact UTF-8 JSON text.
+///
+/// Like the parser it does not recurse: open arrays and objects wait on an explicit stack (the innermost in
+/// local variables), so deep values cost no machine stack. Bytes go through ``JSONOutput``, which stages them
+/// on the stack and appends to the caller's array in large pieces.
+enum JSONSerializer {
+    /// An array or object being written, and which of its items is being written.
+    private struct OpenContainer {
+        var isObject = false
+        var items: [JSON] = []
+        var members: JSONObject = [:]
+        var position = 0
+    }
+
+    /// Appends `root` to `out`. Non-strict mode is for `description`: it never throws, writing `NaN` and
+    /// `Infinity` and ignoring the nesting limit. If it throws, `out` may hold part of the text.
+    static func write(_ root: JSON, into out: inout [UInt8], strict: Bool) throws {
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONOutput.stagingCapacity) { staging in
+            var output = JSONOutput(staging: staging)
+            // Move the caller's array in and back out, so appending never copies it.
+            swap(&output.destination, &out)
+            defer {
+                output.flush()
+                swap(&output.destination, &out)
+            }
+            try write(root, to: &output, strict: strict)
+        }
+    }
+
+    private static func write(_ root: JSON, to output: inout JSONOutput, strict: Bool) throws {
+        var enclosing: [OpenContainer] = []
+        var open = OpenContainer()  // the innermost open container; meaningful when depth > 0
+        var depth = 0
+        var value = root
+        while true {
+            switch value {
+            case .null:
+                output.append("null")
+            case .bool(let flag):
+                output.append(flag ? "true" : "false")
+            case .number(let number):
+                try output.appendNumber(number, strict: strict)
+            case .string(let string):
+                output.appendString(string)
+            case .array(let items):
+                // An empty container is a level too, as it is for the parser.
+                try checkDepth(depth, strict: strict)
+                guard let first = items.first else {
+                    output.append("[]")
+                    break
+                }
+                output.append(ASCII.openBracket)
+                if depth > 0 { enclosing.append(open) }
+                depth += 1
+                open = OpenContainer(isObject: false, items: items)
+                value = first
+                continue
+            case .object(let members):
+                try checkDepth(depth, strict: strict)
+                guard let (key, first) = members.elements.first else {
+                    output.append("{}")
+                    break
+                }
+                output.append(ASCII.openBrace)
+                if depth > 0 { enclosing.append(open) }
+                depth += 1
+                open = OpenContainer(isObject: true, members: members)
+                output.appendString(key)
+                output.append(ASCII.colon)
+                value = first
+                continue
+            }
+
+            // `value` is written: go on to the next item of the innermost container, closing finished ones.
+            while true {
+                guard depth > 0 else { return }
+                open.position += 1
+                if open.isObject, open.position < open.members.count {
+                    output.append(ASCII.comma)
+                    output.appendString(open.members.keys[open.position])
+                    output.append(ASCII.colon)
+                    value = open.members.values[open.position]
+                    break
+                }
+                if !open.isObject, open.position < open.items.count {
+                    output.append(ASCII.comma)
+                    value = open.items[open.position]
+                    break
+                }
+                output.append(open.isObject ? ASCII.closeBrace : ASCII.closeBracket)
+                depth -= 1
+                open = enclosing.popLast() ?? OpenContainer()
+            }
+        }
+    }
+
+    /// Refuses to open a container deeper than the parser would accept back.
+    @inline(__always)
+    private static func checkDepth(_ depth: Int, strict: Bool) throws {
+        guard strict, depth >= JSON.maximumNestingDepth else { return }
+        throw SofaError(
+            .invalidValue,
+            "cannot serialize arrays and objects nested deeper than \(JSON.maximumNestingDepth) levels")
+    }
+}

@@ -1,0 +1,121 @@
+import Testing
+
+@testable import Sofa
+
+@Suite struct JSONSerializerTests {
+    @Test func compactWithMembersInStoredOrder() throws {
+        let value: JSON = ["type": "track", "tags": ["live", nil, true, false], "nested": ["z": 1, "a": [:]]]
+        #expect(try value.serialized() == #"{"type":"track","tags":["live",null,true,false],"nested":{"z":1,"a":{}}}"#)
+        #expect(try JSON.array([]).serialized() == "[]")
+        #expect(try JSON.object([:]).serialized() == "{}")
+        #expect(try JSON.null.serialized() == "null")
+    }
+
+    @Test func bytesStringAndAppendingAgree() throws {
+        let value: JSON = ["red", [:], 1.5]
+        var buffer = Array("prefix:".utf8)
+        try value.serialize(into: &buffer)
+        #expect(buffer == Array("prefix:".utf8) + (try value.serializedBytes()))
+        #expect(try value.serialized() == #"["red",{},1.5]"#)
+    }
+
+    @Test func wholeNumbersPrintWithoutAFraction() throws {
+        #expect(try JSON.number(235.0).serialized() == "235")
+        #expect(try JSON.number(-17).serialized() == "-17")
+        #expect(try JSON.number(0).serialized() == "0")
+        #expect(try JSON.number(9_007_199_254_740_992).serialized() == "9007199254740992")
+        #expect(try JSON.number(-9_007_199_254_740_992).serialized() == "-9007199254740992")
+        // Beyond 2^53 whole numbers are spaced apart; Swift's shortest form switches to an exponent there.
+        #expect(try JSON.number(9_007_199_254_740_994).serialized() == "9.007199254740994e+15")
+        #expect(try JSON.number(1e21).serialized() == "1e+21")
+    }
+
+    /// `-0` keeps its sign through a round trip; collation folds it to 0 separately.
+    @Test func negativeZeroPrintsWithItsSign() throws {
+        #expect(try JSON.number(-0.0).serialized() == "-0")
+        let back = try JSON(parsing: JSON.number(-0.0).serialized())
+        #expect(back.doubleValue?.sign == .minus)
+    }
+
+    @Test func otherNumbersUseTheShortestRoundTripForm() throws {
+        let cases: [(Double, String)] = [
+            (0.1, "0.1"), (-2.5, "-2.5"), (0.30000000000000004, "0.30000000000000004"), (1e-7, "1e-07"),
+            (1.5e300, "1.5e+300"), (.leastNonzeroMagnitude, "5e-324"),
+            (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
+            (123.456, "123.456"),
+        ]
+        for (number, text) in cases {
+            #expect(try JSON.number(number).serialized() == text)
+            #expect(try JSON(parsing: text) == .number(number))
+        }
+    }
+
+    @Test func nanAndInfinityCannotBeSerialized() throws {
+        for number in [Double.nan, .infinity, -.infinity] {
+            let error = try #require(throws: SofaError.self) { try JSON.array([1, .number(number)]).serialized() }
+            #expect(error.code == .invalidValue)
+        }
+    }
+
+    @Test func failedSerializationLeavesTheBufferAlone() throws {
+        var buffer = Array("kept".utf8)
+        #expect(throws: SofaError.self) { try JSON.array(["a", .number(.nan)]).serialize(into: &buffer) }
+        #expect(buffer == Array("kept".utf8))
+    }
+
+    @Test func descriptionIsTheSerializedTextOrAReadableFallback() {
+        let value: JSON = ["a": [1, "x"]]
+        #expect(value.description == #"{"a":[1,"x"]}"#)
+        #expect("\(value)" == #"{"a":[1,"x"]}"#)
+        #expect(JSON.array([.number(.nan), .number(.infinity), .number(-.infinity)]).description
+            == "[NaN,Infinity,-Infinity]")
+    }
+
+    @Test func stringEscaping() throws {
+        let value = JSON.string(
+            "quote\" backslash\\ slash/ \n\r\t\u{08}\u{0C} \u{0}\u{1F} del\u{7F} é 中 😀 \u{2028}")
+        let expected = #""quote\" backslash\\ slash/ \n\r\t\b\f \u0000\u001F del"# + "\u{7F} é 中 😀 \u{2028}\""
+        #expect(try value.serialized() == expected)
+        #expect(try JSON(parsing: expected) == value)
+    }
+
+    @Test func keysAreEscapedToo() throws {
+        let value: JSON = ["a\"b": 1, "line\nbreak": 2]
+        #expect(try value.serialized() == #"{"a\"b":1,"line\nbreak":2}"#)
+    }
+
+    @Test func nestingLimitMatchesTheParser() throws {
+        var value: JSON = []
+        for _ in 1..<JSON.maximumNestingDepth { value = [value] }
+        let text = try value.serialized()
+        #expect(try JSON(parsing: text) == value)
+        let tooDeep: JSON = [value]
+        let error = try #require(throws: SofaError.self) { try tooDeep.serialized() }
+        #expect(error.code == .invalidValue)
+        #expect(error.message.contains("\(JSON.maximumNestingDepth)"))
+    }
+
+    /// Output passes through a 1 KiB staging buffer: strings and documents longer than it, and strings ending
+    /// on each side of its boundary, come out whole.
+    @Test func outputLongerThanTheStagingBuffer() throws {
+        let long = String(repeating: "abc\"é\n", count: 1000)
+        let value: JSON = ["long": .string(long), "numbers": .array((0..<2000).map { .number(Double($0 * 7919)) })]
+        #expect(try JSON(parsing: value.serialized()) == value)
+        for length in 1000...1030 {
+            let plain = String(repeating: "x", count: length)
+            #expect(try JSON.string(plain).serialized() == "\"\(plain)\"")
+            let array: JSON = [.string(plain), .string(plain + "\u{1}")]
+            #expect(try array.serialized() == "[\"\(plain)\",\"\(plain)\\u0001\"]")
+        }
+        var buffer: [UInt8] = []
+        for _ in 0..<100 { try value.serialize(into: &buffer) }
+        #expect(buffer.count == 100 * (try value.serializedBytes().count))
+    }
+
+    @Test func nonNativeStringsAreWrittenToo() throws {
+        // A substring-backed string is still a String; make sure the slow UTF-8 path writes the same bytes.
+        let long = String(repeating: "ab\"", count: 20)
+        let sliced = String(long.dropFirst(3))
+        #expect(try JSON.string(sliced).serialized() == "\"" + String(repeating: #"ab\""#, count: 19) + "\"")
+    }
+}
