@@ -18,7 +18,8 @@ let package = Package(
     name: "SofaBenchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        // Named, because a path dependency's identity is its directory name (wt-bench, main, …).
+        .package(name: "Sofa", path: ".."),
         // The MallocInterposer trait counts mallocs without jemalloc; without the trait resolution asks for a
         // package that is not mirrored (shared/TOOLCHAIN.md).
         .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
@@ -39,5 +40,25 @@ let package = Package(
             ],
             path: "Sources/sofa-compare",
             swiftSettings: releaseTuning),
+        .target(
+            name: "MicrobenchmarkSupport",
+            dependencies: [.product(name: "Benchmark", package: "package-benchmark")]),
+        // One microbenchmark target per layer, named `<Layer>Benchmarks` (a module named `JSON` would shadow
+        // Sofa's `JSON` type) in `Benchmarks/<Layer>/`, where package-benchmark's plugin looks for them.
+        microbenchmarks("JSON"),
+        microbenchmarks("Collation"),
     ]
 )
+
+/// The executable target of one layer's microbenchmarks.
+func microbenchmarks(_ layer: String) -> Target {
+    .executableTarget(
+        name: "\(layer)Benchmarks",
+        dependencies: [
+            "MicrobenchmarkSupport",
+            .product(name: "Benchmark", package: "package-benchmark"),
+            .product(name: "Sofa", package: "Sofa"),
+        ],
+        path: "Benchmarks/\(layer)",
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")])
+}

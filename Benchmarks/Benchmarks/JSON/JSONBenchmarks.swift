@@ -11,13 +11,13 @@ import Sofa
 
 /// Track 0 of the data set: ASCII only.
 let asciiTrack = Array(
-    #"{"_id":"track-00000000","type":"track","genre":"Funk","artist":"Noulopai Ziho","album":"Gegai Jobena","#.utf8
-        + #""title":"Dafa","duration":255,"year":2012,"rating":2}"#.utf8)
+    (#"{"_id":"track-00000000","type":"track","genre":"Funk","artist":"Noulopai Ziho","album":"Gegai Jobena","#
+        + #""title":"Dafa","duration":255,"year":2012,"rating":2}"#).utf8)
 
 /// Track 22 of the data set: a title in Hangul and kana.
 let nonASCIITrack = Array(
-    #"{"_id":"track-00000022","type":"track","genre":"Rock","artist":"The Souvoku","#.utf8
-        + #""album":"Zuli Raihai Taidomu","title":"늘夢あゆ夢","duration":193,"year":2016,"rating":3}"#.utf8)
+    (#"{"_id":"track-00000022","type":"track","genre":"Rock","artist":"The Souvoku","#
+        + #""album":"Zuli Raihai Taidomu","title":"늘夢あゆ夢","duration":193,"year":2016,"rating":3}"#).utf8)
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Microbenchmarks.configuration
