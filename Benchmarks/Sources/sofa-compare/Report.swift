@@ -3,6 +3,8 @@ struct Report {
     /// Engine names in column order.
     let engines: [String]
     let n: Int
+    /// Lines printed under the Markdown table (e.g. the machine's load during the run).
+    var notes: [String] = []
     /// Each engine's records, one array per run.
     private var runs: [String: [[ChildRecord]]] = [:]
 
@@ -124,6 +126,7 @@ struct Report {
             lines.append("- figures are medians over \(runs.values.map(\.count).max() ?? 1) runs per engine; "
                 + "±p% is half the range of the runs relative to the median")
         }
+        lines += notes.map { "- " + $0 }
         if ratioPeers.isEmpty {
             lines.append("- ratios (\(subject)/peer) appear once the \(subject) engine exists and is selected")
         } else {

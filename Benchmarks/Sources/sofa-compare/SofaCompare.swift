@@ -77,6 +77,7 @@ struct SofaCompare: ParsableCommand {
         let scratch = try ScratchDirectory(path: db)
         defer { scratch.removeContents(engines: selectedEngines) }
         var report = Report(engines: selectedEngines, n: n)
+        let loadBefore = SystemProbe.loadAverage()
         for run in 1 ... `repeat` {
             for engine in selectedEngines {
                 log("sofa-compare: n=\(n) engine=\(engine) run \(run)/\(`repeat`)")
@@ -92,6 +93,9 @@ struct SofaCompare: ParsableCommand {
                 report.add(engine: engine, records: records)
             }
         }
+        let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        report.notes.append("1-minute load average at start / end: \(loadBefore) / \(SystemProbe.loadAverage()) "
+            + "on \(cores) cores (above the core count, other processes competed for the CPUs)")
         print(csv ? report.csv() : "## sofa-compare, N = \(NumberFormat.grouped(n))\n\n" + report.markdown())
         guard report.allChecksPassed else {
             log("sofa-compare: some answers differ from expected.json (see MISMATCH above)")

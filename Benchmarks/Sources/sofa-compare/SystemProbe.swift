@@ -34,6 +34,13 @@ enum SystemProbe {
         return nil
     }
 
+    /// The 1-minute load average (/proc/loadavg), to print next to figures measured on a shared machine.
+    static func loadAverage() -> String {
+        var loads = [Double](repeating: 0, count: 3)
+        guard getloadavg(&loads, 3) == 3 else { return "?" }
+        return NumberFormat.fixed(loads[0], decimals: 2)
+    }
+
     /// Resets `VmHWM` to the current resident set (Linux ≥ 4.0: `echo 5 > /proc/self/clear_refs`), so that
     /// the peak measured afterwards is the engine's, not the data loader's transient buffers.
     /// - Returns: whether the kernel accepted the reset.
