@@ -16,7 +16,7 @@ struct SofaCompare: ParsableCommand {
             Exits with status 1 if any engine's answer differs from expected.json.
             """)
 
-    @Option(help: "Number of documents; selects the data set directory /tmp/sofa-bench-data/N.")
+    @Option(help: "Number of documents; selects the data set directory $SOFA_BENCH_DATA/N (/tmp/sofa-bench-data/N).")
     var n = 1_000_000
 
     @Option(help: "Comma-separated engines to run, in column order. Default: every engine that exists.")
@@ -128,8 +128,11 @@ struct SofaCompare: ParsableCommand {
 
     // MARK: - Options
 
+    /// `--data`, else `N` under the root generate.sh wrote to (`SOFA_BENCH_DATA`, default /tmp/sofa-bench-data).
     private var dataDirectory: String {
-        data ?? "/tmp/sofa-bench-data/\(n)"
+        if let data { return data }
+        let root = getenv("SOFA_BENCH_DATA").map { String(cString: $0) } ?? "/tmp/sofa-bench-data"
+        return root + "/\(n)"
     }
 
     private var selectedWorkloads: [String] {
