@@ -50,8 +50,8 @@ protocol Engine: AnyObject {
     /// the instance is not used afterwards.
     func close() throws
 
-    /// The paths of every file the engine keeps in its directory, for the size on disk and for evicting
-    /// them from the page cache before the cold W7.
+    /// The paths of every file the engine keeps in its directory, the main data file first (reported alone
+    /// as W1's "main file"), for the size on disk and for evicting them from the page cache before the cold W7.
     var filesOnDisk: [String] { get }
 }
 
