@@ -1,0 +1,172 @@
+import CSQLite
+
+/// SQLite as a competent developer would use it for this index: a `WITHOUT ROWID` table clustered on the
+/// key, WAL with `synchronous=FULL` (every commit fsync'd), a 64 MiB page cache, one connection opened
+/// without mutexes, and every statement prepared once and reset after use.
+///
+/// Keys are BLOBs, which SQLite compares with `memcmp` then length, the same order as LMDB's; values are
+/// INTEGERs. Each query is its own autocommit read transaction, i.e. its own snapshot.
+final class SQLiteEngine: Engine {
+    static let name = "sqlite"
+
+    static var configuration: String {
+        "SQLite \(String(cString: sqlite3_libversion())); WAL, synchronous=FULL, cache_size=-65536 (64 MiB), "
+            + "no mmap, WITHOUT ROWID, W6 = DELETE + INSERT"
+    }
+
+    private let path: String
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var delete: OpaquePointer?
+    private var rangeQuery: OpaquePointer?
+    private var scanQuery: OpaquePointer?
+    private var reduceQuery: OpaquePointer?
+    private var countQuery: OpaquePointer?
+
+    /// `SQLITE_STATIC`: the bound bytes stay valid until the statement is reset, so SQLite need not copy.
+    private static let noCopy: sqlite3_destructor_type? = nil
+
+    init(directory: String) throws {
+        path = directory + "/rows.sqlite"
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw CompareError("sqlite: cannot open \(path): \(message)")
+        }
+        do {
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=FULL")
+            try execute("PRAGMA cache_size=-65536")
+            try execute("CREATE TABLE IF NOT EXISTS rows(key BLOB PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID")
+            insert = try prepare("INSERT INTO rows(key, value) VALUES(?1, ?2)")
+            delete = try prepare("DELETE FROM rows WHERE key = ?1")
+            rangeQuery = try prepare("SELECT key, value FROM rows WHERE key >= ?1 ORDER BY key LIMIT ?2")
+            scanQuery = try prepare("SELECT key, value FROM rows ORDER BY key")
+            reduceQuery = try prepare("SELECT count(*), sum(value) FROM rows WHERE key BETWEEN ?1 AND ?2")
+            countQuery = try prepare("SELECT count(*) FROM rows")
+        } catch {
+            try? close()
+            throw error
+        }
+    }
+
+    func build(rows: RowSet) throws {
+        try transaction {
+            for i in 0 ..< rows.count {
+                try insertRow(rows.key(i), rows.value(i))
+            }
+        }
+    }
+
+    func range(from startKey: UnsafeRawBufferPointer, limit: Int,
+               _ visit: (UnsafeRawBufferPointer, UInt32) -> Void) throws {
+        let statement = rangeQuery
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_blob(statement, 1, startKey.baseAddress, Int32(startKey.count), SQLiteEngine.noCopy)
+        sqlite3_bind_int(statement, 2, Int32(limit))
+        try rows(of: statement, visit)
+    }
+
+    func scan(_ visit: (UnsafeRawBufferPointer, UInt32) -> Void) throws {
+        defer { sqlite3_reset(scanQuery) }
+        try rows(of: scanQuery, visit)
+    }
+
+    func rangeReduce(low: UnsafeRawBufferPointer, high: UnsafeRawBufferPointer) throws -> (count: Int, sum: Int) {
+        let statement = reduceQuery
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_blob(statement, 1, low.baseAddress, Int32(low.count), SQLiteEngine.noCopy)
+        sqlite3_bind_blob(statement, 2, high.baseAddress, Int32(high.count), SQLiteEngine.noCopy)
+        try step(statement, expecting: SQLITE_ROW)
+        return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
+    }
+
+    func countAll() throws -> Int {
+        defer { sqlite3_reset(countQuery) }
+        try step(countQuery, expecting: SQLITE_ROW)
+        return Int(sqlite3_column_int64(countQuery, 0))
+    }
+
+    func update(_ changes: RowSet) throws {
+        try transaction {
+            for i in 0 ..< changes.count {
+                let key = changes.key(i)
+                defer { sqlite3_reset(delete) }
+                sqlite3_bind_blob(delete, 1, key.baseAddress, Int32(key.count), SQLiteEngine.noCopy)
+                try step(delete, expecting: SQLITE_DONE)
+                try insertRow(key, changes.value(i))
+            }
+        }
+    }
+
+    func close() throws {
+        for statement in [insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery] {
+            sqlite3_finalize(statement)
+        }
+        (insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery) = (nil, nil, nil, nil, nil, nil)
+        if db != nil {
+            // Closing the last connection checkpoints the WAL into the database file and deletes it.
+            let rc = sqlite3_close_v2(db)
+            db = nil
+            guard rc == SQLITE_OK else { throw CompareError("sqlite: close failed (\(rc))") }
+        }
+    }
+
+    var filesOnDisk: [String] {
+        [path, path + "-wal", path + "-shm"]
+    }
+
+    // MARK: - Statements
+
+    private func insertRow(_ key: UnsafeRawBufferPointer, _ value: UInt32) throws {
+        defer { sqlite3_reset(insert) }
+        sqlite3_bind_blob(insert, 1, key.baseAddress, Int32(key.count), SQLiteEngine.noCopy)
+        sqlite3_bind_int64(insert, 2, Int64(value))
+        try step(insert, expecting: SQLITE_DONE)
+    }
+
+    /// Steps `statement` to the end, visiting the (key, value) of each row.
+    private func rows(of statement: OpaquePointer?, _ visit: (UnsafeRawBufferPointer, UInt32) -> Void) throws {
+        var rc = sqlite3_step(statement)
+        while rc == SQLITE_ROW {
+            // Column 0 must be fetched as a blob before its size is asked for (sqlite3_column_blob docs).
+            let bytes = sqlite3_column_blob(statement, 0)
+            let count = Int(sqlite3_column_bytes(statement, 0))
+            let value = UInt32(truncatingIfNeeded: sqlite3_column_int64(statement, 1))
+            visit(UnsafeRawBufferPointer(start: bytes, count: count), value)
+            rc = sqlite3_step(statement)
+        }
+        guard rc == SQLITE_DONE else { throw error("step") }
+    }
+
+    private func transaction(_ body: () throws -> Void) throws {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try execute("COMMIT")
+    }
+
+    private func step(_ statement: OpaquePointer?, expecting expected: Int32) throws {
+        guard sqlite3_step(statement) == expected else { throw error("step") }
+    }
+
+    private func execute(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK
+        else { throw error("prepare \(sql)") }
+        return statement
+    }
+
+    private func error(_ what: String) -> CompareError {
+        CompareError("sqlite: \(what): \(String(cString: sqlite3_errmsg(db)))")
+    }
+}
