@@ -36,6 +36,7 @@ let package = Package(
             name: "sofa-compare",
             dependencies: [
                 "CLMDB", "CSQLite",
+                .product(name: "SofaStorage", package: "Sofa"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/sofa-compare",

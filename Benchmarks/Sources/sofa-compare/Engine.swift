@@ -57,9 +57,8 @@ protocol Engine: AnyObject {
 
 /// The engines the runner knows, in report order.
 enum EngineRegistry {
-    /// Every engine that exists. `SofaEngine.self` goes first here when it is written; until then the
-    /// runner compares the peers only and prints no ratios.
-    static var all: [any Engine.Type] { [LMDBEngine.self, SQLiteEngine.self] }
+    /// Every engine that exists; Sofa first, so the ratio columns are Sofa over each peer.
+    static var all: [any Engine.Type] { [SofaEngine.self, LMDBEngine.self, SQLiteEngine.self] }
 
     /// The engine named `name`, if there is one.
     static func engine(named name: String) -> (any Engine.Type)? {
