@@ -361,6 +361,8 @@ public final class StorageFile: @unchecked Sendable {
         }
         guard !wasClosed else { return }
         pending.removeAll()
+        // Free the decoded nodes now, so a close pays for its own cleanup rather than whatever runs next.
+        nodeCache.removeAll()
         if !options.readOnly { system.unlock(fd) }
         do { try system.close(fd) } catch { throw StorageFile.error(error, path: path) }
     }
