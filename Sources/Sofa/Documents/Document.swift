@@ -1,0 +1,106 @@
+/// A document as of one revision: its ID, revision, sequence and properties.
+///
+/// A value: it does not change when the database does; read the document again for a newer revision.
+///
+/// ```swift
+/// let doc = try db.put(["type": "track", "title": "Qux"], id: "track-1")
+/// doc.revisionID                   // "1-5f0c…" (generation-digest)
+/// doc.properties["_rev"]           // the same, as CBL shows it
+/// let next = try db.put(["type": "track", "title": "Quux"], id: "track-1", rev: doc.revisionID)
+/// ```
+public struct Document: Sendable, Equatable {
+    /// The document's ID.
+    public let id: String
+    /// The sequence of the document's latest change (whatever revision this value shows).
+    public let sequence: UInt64
+    /// True when this revision is a deletion (a tombstone).
+    public let isDeleted: Bool
+    /// The body as stored: the properties without `_id`, `_rev` and `_deleted`.
+    public let userProperties: JSON
+    let revision: RevisionID
+    let conflicts: [RevisionID]
+    let history: [RevisionID]
+
+    /// The ID of the revision this value shows, `generation-digest`.
+    public var revisionID: String { revision.description }
+
+    /// The body with `_id` and `_rev` first (and `"_deleted": true` for a tombstone), as Couchbase Lite shows
+    /// a document.
+    public var properties: JSON {
+        var members = JSONObject(minimumCapacity: (userProperties.objectValue?.count ?? 0) + 3)
+        members["_id"] = .string(id)
+        members["_rev"] = .string(revisionID)
+        if isDeleted { members["_deleted"] = true }
+        for (key, value) in userProperties.objectValue ?? [:] { members[key] = value }
+        return .object(members)
+    }
+
+    /// The other non-deleted leaf revisions, best first: non-empty when the document is in conflict.
+    /// Resolve a conflict by deleting the losing leaves (``Database/delete(id:rev:)`` with each leaf's ID).
+    public var conflictingRevisions: [String] { conflicts.map(\.description) }
+
+    /// This revision's ID and its ancestors', newest first, as far as they are kept (the revision tree is
+    /// pruned to ``DatabaseOptions/revisionTreeDepth`` revisions per branch).
+    public var revisionHistory: [String] { history.map(\.description) }
+
+    /// The member named `key` of the properties (`_id` and `_rev` included).
+    public subscript(key: String) -> JSON? {
+        switch key {
+        case "_id": return .string(id)
+        case "_rev": return .string(revisionID)
+        case "_deleted": return isDeleted ? true : userProperties[key]
+        default: return userProperties[key]
+        }
+    }
+
+    /// The document at revision `index` of `record`, whose body is `body`.
+    init(id: String, record: DocumentRecord, index: Int, body: JSON) {
+        let r = record.tree.revisions[index]
+        self.id = id
+        self.sequence = record.sequence
+        self.isDeleted = r.deleted
+        self.userProperties = body
+        self.revision = r.id
+        self.conflicts = record.tree.revisions.enumerated()
+            .filter { $0.offset != index && $0.element.isLeaf && !$0.element.deleted }.map(\.element.id)
+        self.history = record.tree.history(from: index)
+    }
+}
+
+/// What a document ID may be. IDs are compared and stored as their UTF-8 bytes.
+enum DocumentID {
+    /// Checks an ID: non-empty, at most ``DocumentFile/maximumIDLength`` UTF-8 bytes, not starting with `_`
+    /// (reserved, as in CouchDB).
+    ///
+    /// - Throws: `.invalidArgument` saying which rule failed.
+    static func validated(_ id: String) throws -> [UInt8] {
+        let bytes = Array(id.utf8)
+        if bytes.isEmpty { throw SofaError(.invalidArgument, "a document ID cannot be empty") }
+        if bytes.count > DocumentFile.maximumIDLength {
+            throw SofaError(.invalidArgument,
+                            "document ID of \(bytes.count) bytes; at most \(DocumentFile.maximumIDLength) UTF-8 bytes")
+        }
+        if bytes[0] == UInt8(ascii: "_") {
+            throw SofaError(.invalidArgument, "document IDs starting with '_' are reserved: \"\(id.prefix(40))\"")
+        }
+        return bytes
+    }
+
+    /// A new unique ID: "-" and 22 base64url characters of 128 random bits, as Couchbase Lite makes them.
+    static func generate() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var out: [UInt8] = [UInt8(ascii: "-")]
+        var bits = rng.next() as UInt64, left = 64
+        for _ in 0..<22 {
+            if left < 6 {
+                bits = rng.next()
+                left = 64
+            }
+            out.append(alphabet[Int(bits & 63)])
+            bits >>= 6
+            left -= 6
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,148 @@
+import SofaStorage
+
+extension SofaError.Code {
+    /// A write based on a revision that is not current: a `put` without `rev` (or with a stale one) on a live
+    /// document, or a `delete` of a revision that is not a live leaf. Read the document again and retry.
+    public static let conflict = SofaError.Code(rawValue: "conflict")
+}
+
+/// A document's properties split into the stored body and the special members CBL lets a caller pass in it.
+struct DocumentInput {
+    /// Compact JSON of the members not starting with `_`, in the order given; empty for an empty object.
+    var body: [UInt8]
+    /// The properties without the special members.
+    var userProperties: JSON
+    var id: String?
+    var rev: String?
+    var deleted = false
+
+    /// Splits `properties`, which must be an object whose `_` members are only `_id` (string), `_rev` (string)
+    /// and `_deleted` (boolean).
+    ///
+    /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
+    ///   or nesting deeper than the serializer allows; `.invalidArgument` for a body over 64 MiB.
+    init(_ properties: JSON) throws {
+        guard case .object(let members) = properties else {
+            throw SofaError(.invalidArgument, "document properties must be a JSON object, not a \(properties.typeName)")
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        var hasSpecial = false
+        for (key, value) in members {
+            if key.utf8.first == UInt8(ascii: "_") {
+                hasSpecial = true
+                switch (key, value) {
+                case ("_id", .string(let s)): id = s
+                case ("_rev", .string(let s)): rev = s
+                case ("_deleted", .bool(let b)): deleted = b
+                default:
+                    throw SofaError(.invalidArgument, "property \"\(key)\" is reserved (only _id, _rev and _deleted " +
+                                    "may start with '_', as a string, string and boolean)")
+                }
+                continue
+            }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONSerializer.writeString(key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            try JSONSerializer.write(value, into: &out, depth: 1, strict: true)
+        }
+        out.append(UInt8(ascii: "}"))
+        body = out.count == 2 ? [] : out
+        userProperties = hasSpecial ? .object(members.filter { $0.key.utf8.first != UInt8(ascii: "_") }) : properties
+        if body.count > DocumentFile.maximumBodySize {
+            throw SofaError(.invalidArgument, "document body of \(body.count) bytes; the limit is 64 MiB")
+        }
+    }
+}
+
+extension DocumentFile {
+    /// Adds a revision made by this database: a child of `rev` (which must be a leaf), or of the deleted
+    /// winner when `rev` is nil and the document is deleted, or a first revision for a new ID.
+    /// Must be called inside a batch.
+    ///
+    /// - Throws: `.conflict` when `rev` is missing, stale or unknown as the rules above say.
+    ///
+    /// - Returns: the stored record and the new revision's ID.
+    func edit(_ id: [UInt8], body: [UInt8], rev: String?, deleted: Bool) throws -> (DocumentRecord, RevisionID) {
+        let parentID: RevisionID?
+        if let rev {
+            guard let parsed = RevisionID(rev) else {
+                throw SofaError(.invalidArgument, "\"\(rev.prefix(60))\" is not a revision ID (generation-digest)")
+            }
+            parentID = parsed
+        } else {
+            parentID = nil
+        }
+        var name: String { String(decoding: id, as: UTF8.self) }  // for error messages only
+        guard let (record, stored) = try currentRecord(id) else {
+            if deleted { throw SofaError(.notFound, "document \"\(name)\" does not exist") }
+            if parentID != nil {
+                throw SofaError(.conflict, "document \"\(name)\" does not exist; create it without a revision")
+            }
+            let first = RevisionID.derived(parent: nil, deleted: false, body: body)
+            let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
+            return (try save(id, tree: tree, storedSequence: nil), first)
+        }
+        var tree = record.tree
+        let parent: Int
+        if let parentID {
+            guard let i = tree.index(of: parentID), tree.revisions[i].isLeaf else {
+                throw SofaError(.conflict, "revision \(parentID) is not a current revision of \"\(name)\" " +
+                                "(current: \(tree.winner.id)); read the document again")
+            }
+            if deleted && tree.revisions[i].deleted {
+                throw SofaError(.conflict, "revision \(parentID) of \"\(name)\" is already deleted")
+            }
+            parent = i
+        } else {
+            guard tree.winner.deleted else {
+                throw SofaError(.conflict, "document \"\(name)\" exists (revision \(tree.winner.id)); pass its " +
+                                "current revision to update it")
+            }
+            if deleted { throw SofaError(.notFound, "document \"\(name)\" is already deleted") }
+            parent = 0
+        }
+        let newID = RevisionID.derived(parent: tree.revisions[parent].id, deleted: deleted, body: body)
+        tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body))
+        return (try save(id, tree: tree, storedSequence: stored), newID)
+    }
+
+    /// Inserts a revision with its history as a replicator does (``RevisionTree/insert(history:deleted:body:)``).
+    /// Must be called inside a batch.
+    ///
+    /// - Returns: the new record, or nil when the revision was already present.
+    func forceInsert(_ id: [UInt8], body: [UInt8], history: [RevisionID], deleted: Bool) throws -> DocumentRecord? {
+        if let (record, stored) = try currentRecord(id) {
+            var tree = record.tree
+            guard tree.index(of: history[0]) == nil else { return nil }
+            _ = tree.insert(history: history, deleted: deleted, body: try storeBody(body))
+            return try save(id, tree: tree, storedSequence: stored)
+        }
+        var tree = RevisionTree(revisions: [])
+        _ = tree.insert(history: history, deleted: deleted, body: try storeBody(body))
+        return try save(id, tree: tree, storedSequence: nil)
+    }
+
+    /// Parses and checks a revision history (newest first): valid IDs, generations falling by one each step.
+    static func parseHistory(_ history: [String]) throws -> [RevisionID] {
+        guard !history.isEmpty else {
+            throw SofaError(.invalidArgument, "a revision history needs at least the revision itself")
+        }
+        var out: [RevisionID] = []
+        out.reserveCapacity(history.count)
+        for text in history {
+            guard let id = RevisionID(text) else {
+                throw SofaError(.invalidArgument, "\"\(text.prefix(60))\" is not a revision ID (generation-digest)")
+            }
+            if let previous = out.last, previous.generation != id.generation + 1 {
+                throw SofaError(.invalidArgument, "revision history must be newest first with consecutive " +
+                                "generations: \(previous) is followed by \(id)")
+            }
+            out.append(id)
+        }
+        return out
+    }
+}

@@ -1,0 +1,75 @@
+import SofaStorage
+
+extension DocumentFile {
+    /// Every problem in `snapshot`, empty when sound (`sofa verify` and the tests' teardown run it).
+    ///
+    /// Checks, beyond ``BTree/verify()`` of both trees (checksums, key order, counts, reductions — the live,
+    /// deleted and conflicted counts among them): every by-ID key is a valid document ID; every entry decodes
+    /// and its revision tree keeps its invariants; sequences are positive, unique and at most the last
+    /// sequence; every leaf body reads and parses as a JSON object; and by-ID ⇄ by-sequence agree exactly —
+    /// each document's sequence has one by-sequence entry naming it, and there is no other entry.
+    func verify(_ snapshot: DocumentSnapshot) -> [SofaError] {
+        var problems: [SofaError] = []
+        problems += snapshot.byID.verify().problems
+        problems += snapshot.bySequence.verify().problems
+        func problem(_ message: String) { problems.append(SofaError(.corruption, message, path: path)) }
+
+        var sequenceOf: [[UInt8]: UInt64] = [:]
+        var seen: Set<UInt64> = []
+        do {
+            try snapshot.byID.forEach { key, value in
+                let id = Array(key)
+                let name = String(decoding: id, as: UTF8.self)
+                if String(validating: id, as: UTF8.self) == nil || id.isEmpty || id.count > DocumentFile.maximumIDLength {
+                    problem("by-ID key \(id.prefix(40)) is not a valid document ID")
+                }
+                let record: DocumentRecord
+                do {
+                    record = try DocumentRecord(decoding: value, path: path)
+                } catch {
+                    problems.append(error as? SofaError ?? SofaError(.corruption, "\(error)", path: path))
+                    return true
+                }
+                if record.sequence == 0 || record.sequence > snapshot.lastSequence {
+                    problem("document \"\(name)\" has sequence \(record.sequence); last is \(snapshot.lastSequence)")
+                }
+                if !seen.insert(record.sequence).inserted {
+                    problem("sequence \(record.sequence) belongs to more than one document (\"\(name)\")")
+                }
+                sequenceOf[id] = record.sequence
+                for revision in record.tree.revisions where revision.isLeaf {
+                    do {
+                        _ = try snapshot.body(revision.body)
+                    } catch {
+                        problem("body of \"\(name)\" revision \(revision.id) does not read: \(error)")
+                    }
+                }
+                return true
+            }
+            var bySequenceRows = 0
+            try snapshot.bySequence.forEach { key, value in
+                bySequenceRows += 1
+                let sequence: UInt64
+                do {
+                    sequence = try DocumentFile.sequence(fromKey: key, path: path)
+                } catch {
+                    problem("by-sequence key of \(key.count) bytes")
+                    return true
+                }
+                let id = Array(value)
+                if sequenceOf[id] != sequence {
+                    let name = String(decoding: id, as: UTF8.self)
+                    let actual = sequenceOf[id].map { "\($0)" } ?? "no by-ID entry"
+                    problem("by-sequence \(sequence) names \"\(name)\", whose by-ID sequence is \(actual)")
+                }
+                return true
+            }
+            if bySequenceRows != sequenceOf.count {
+                problem("by-sequence has \(bySequenceRows) entries for \(sequenceOf.count) documents")
+            }
+        } catch {
+            problems.append(error as? SofaError ?? SofaError(.corruption, "\(error)", path: path))
+        }
+        return problems
+    }
+}

@@ -1,0 +1,166 @@
+import SofaStorage
+
+/// The document file, `NAME.sofa/docs`: one ``StorageFile`` holding document bodies and two trees
+/// (FORMAT-docs.md).
+///
+/// - **by-ID** (root 0): UTF-8 document ID → ``DocumentRecord`` (sequence, revision tree, leaf bodies). Its
+///   reducer counts live, deleted and conflicted documents, so counts are O(1).
+/// - **by-sequence** (root 1): 8-byte big-endian sequence → document ID, one entry per document at its latest
+///   sequence: the changes feed in order.
+///
+/// Bodies up to ``inlineBodyLimit`` bytes live inside their by-ID entry, where the leaf node's LZ4 compression
+/// sees many bodies at once (field names repeat from document to document); larger ones are value chunks of
+/// their own. Commit metadata: a version byte and the last sequence.
+///
+/// Readers take a ``DocumentSnapshot`` of a commit and never wait. The writer (serialized by ``Database``)
+/// works in a ``WriteBatch``: an in-memory overlay of changed documents over working copies of the trees,
+/// flushed into the trees when it grows and at commit. Invariant: every by-ID entry's sequence has exactly one
+/// by-sequence entry naming that document, and no other by-sequence entry exists (``verify()`` checks it).
+final class DocumentFile: @unchecked Sendable {
+    /// The file kind recorded in the docs file header: "DOCS" read as a little-endian u32.
+    static let fileKind: UInt32 = 0x5343_4F44
+    /// Commit metadata format.
+    static let metadataVersion: UInt8 = 1
+    /// The longest document ID, in UTF-8 bytes.
+    static let maximumIDLength = 1024
+    /// The largest serialized body accepted (64 MiB).
+    static let maximumBodySize = 64 << 20
+
+    let storage: StorageFile
+    var path: String { storage.path }
+    let revisionDepth: Int
+    /// Bodies up to this many bytes are stored inside the by-ID entry, larger ones as value chunks.
+    let inlineBodyLimit: Int
+    let byIDConfiguration: BTreeConfiguration
+    let bySequenceConfiguration: BTreeConfiguration
+
+    /// The batch in progress. Touched only by the thread holding the database's write lock.
+    var batch: WriteBatch?
+
+    init(path: String, options: StorageOptions, revisionDepth: Int, inlineBodyLimit: Int = 1024,
+         system: any SystemCalls) throws {
+        var storageOptions = options
+        storageOptions.fileKind = DocumentFile.fileKind
+        storage = try StorageFile(path: path, options: storageOptions, system: system)
+        self.revisionDepth = revisionDepth
+        self.inlineBodyLimit = inlineBodyLimit
+        byIDConfiguration = BTreeConfiguration(nodeSize: 8192, compress: true, reducer: DocumentCountReducer())
+        bySequenceConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
+        // Reject unreadable metadata now rather than on the first read.
+        _ = try DocumentFile.lastSequence(in: storage.latestCommit, path: path)
+    }
+
+    /// The newest commit as a snapshot.
+    func committedSnapshot() throws -> DocumentSnapshot {
+        let commit = storage.latestCommit
+        return DocumentSnapshot(
+            storage: storage,
+            byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
+            bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
+            lastSequence: try DocumentFile.lastSequence(in: commit, path: path))
+    }
+
+    // MARK: - Commit metadata (FORMAT-docs.md, "Commit metadata")
+
+    static func encodeMetadata(lastSequence: UInt64) -> [UInt8] {
+        var out: [UInt8] = [metadataVersion]
+        out.appendVarint(lastSequence)
+        return out
+    }
+
+    /// The last sequence recorded in `commit`; 0 for the empty first commit of a new file.
+    static func lastSequence(in commit: CommitHeader, path: String) throws -> UInt64 {
+        if commit.metadata.isEmpty && commit.roots.isEmpty { return 0 }
+        return try commit.metadata.withUnsafeBytes { bytes in
+            var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
+            let version = try r.readByte()
+            guard version == metadataVersion else {
+                throw SofaError(.unsupportedFormat, "document metadata version \(version); this build reads \(metadataVersion)",
+                                path: path, offset: Int(commit.offset))
+            }
+            let sequence = try r.readVarint()
+            guard r.isAtEnd, commit.roots.count == 2 else {
+                throw r.corruption("document file commit has malformed metadata or \(commit.roots.count) roots")
+            }
+            return sequence
+        }
+    }
+
+    /// The by-sequence key of `sequence`: 8 bytes big-endian, so byte order is numeric order.
+    static func sequenceKey(_ sequence: UInt64) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(8)
+        key.appendBigEndian(sequence)
+        return key
+    }
+
+    static func sequence(fromKey key: UnsafeRawBufferPointer, path: String) throws -> UInt64 {
+        guard key.count == 8 else {
+            throw SofaError(.corruption, "by-sequence key of \(key.count) bytes; 8 expected", path: path)
+        }
+        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
+    func close() throws { try storage.close() }
+}
+
+/// One consistent view of the document file: both trees and the last sequence of one commit (or, for the
+/// writer inside a batch, of its working state).
+struct DocumentSnapshot: Sendable {
+    let storage: StorageFile
+    let byID: BTree
+    let bySequence: BTree
+    let lastSequence: UInt64
+
+    var path: String { storage.path }
+
+    var counts: DocumentCountReducer.Counts { DocumentCountReducer.decode(byID.reduction) }
+
+    /// The by-ID entry of `id`, decoded.
+    func record(_ id: [UInt8]) throws -> DocumentRecord? {
+        try id.withUnsafeBytes { key in
+            try byID.value(for: key).map { slice in
+                try slice.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
+            }
+        }
+    }
+
+    /// The JSON of a stored body.
+    func body(_ stored: StoredBody) throws -> JSON {
+        switch stored {
+        case .empty: return .object([:])
+        case .inline(let bytes): return try DocumentSnapshot.parseBody(bytes, path: path)
+        case .chunk(let offset):
+            let chunk = try storage.readChunk(at: offset, kind: .value, limit: byID.limit)
+            return try chunk.withUnsafeBytes { try DocumentSnapshot.parseBody($0, path: path, offset: offset) }
+        }
+    }
+
+    static func parseBody(_ bytes: [UInt8], path: String) throws -> JSON {
+        try bytes.withUnsafeBytes { try parseBody($0, path: path, offset: 0) }
+    }
+
+    /// Parses stored body bytes; anything but a JSON object is corruption (a put never stores one).
+    static func parseBody(_ bytes: UnsafeRawBufferPointer, path: String, offset: UInt64) throws -> JSON {
+        let value: JSON
+        do {
+            value = try JSON(parsing: bytes)
+        } catch let error as SofaError {
+            throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
+                            offset: Int(offset))
+        }
+        guard case .object = value else {
+            throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
+                            offset: Int(offset))
+        }
+        return value
+    }
+
+    /// The document `id` at its winning revision (or at leaf `revision`), nil when absent.
+    func document(id: String, revision: RevisionID? = nil) throws -> Document? {
+        guard let record = try record(Array(id.utf8)) else { return nil }
+        let index = revision.map { record.tree.index(of: $0) } ?? 0
+        guard let index, record.tree.revisions[index].isLeaf else { return nil }
+        return try Document(id: id, record: record, index: index, body: body(record.tree.revisions[index].body))
+    }
+}

@@ -1,0 +1,186 @@
+import SofaStorage
+
+/// A by-ID tree entry's value: a document's sequence and revision tree, with the leaves' bodies
+/// (FORMAT-docs.md, "By-ID entries").
+///
+///     u8      document flags: bit 0 the winner is deleted, bit 1 conflicted (two or more non-deleted leaves)
+///     varint  sequence
+///     varint  revision count (≥ 1)
+///     per revision, winner first:
+///       u8      flags: bit 0 deleted, bit 1 leaf, bit 2 binary digest, bit 3 has parent, bits 4–5 body kind
+///       varint  generation
+///       digest  16 bytes (binary) or varint length + UTF-8
+///       varint  parent index (with bit 3)
+///       body    kind 1: varint length + JSON bytes; kind 2: varint offset of a value chunk; kind 0: none
+///
+/// The document flags come first so the counting reducer reads one byte per entry.
+struct DocumentRecord: Sendable, Equatable {
+    var sequence: UInt64
+    var tree: RevisionTree
+
+    static let flagDeleted: UInt8 = 0x01
+    static let flagConflicted: UInt8 = 0x02
+
+    private static let revDeleted: UInt8 = 0x01
+    private static let revLeaf: UInt8 = 0x02
+    private static let revBinaryDigest: UInt8 = 0x04
+    private static let revHasParent: UInt8 = 0x08
+    private static let bodyShift: UInt8 = 4
+
+    var documentFlags: UInt8 {
+        (tree.winner.deleted ? DocumentRecord.flagDeleted : 0) | (tree.isConflicted ? DocumentRecord.flagConflicted : 0)
+    }
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32 + tree.revisions.count * 24 + (tree.revisions.count == 1 ? inlineSize : 64))
+        out.append(documentFlags)
+        out.appendVarint(sequence)
+        out.appendVarint(UInt64(tree.revisions.count))
+        for r in tree.revisions {
+            var flags: UInt8 = 0
+            if r.deleted { flags |= DocumentRecord.revDeleted }
+            if r.isLeaf { flags |= DocumentRecord.revLeaf }
+            if r.id.isBinary { flags |= DocumentRecord.revBinaryDigest }
+            if r.parent != nil { flags |= DocumentRecord.revHasParent }
+            switch r.body {
+            case .empty: break
+            case .inline: flags |= 1 << DocumentRecord.bodyShift
+            case .chunk: flags |= 2 << DocumentRecord.bodyShift
+            }
+            out.append(flags)
+            out.appendVarint(r.id.generation)
+            r.id.encodeDigest(into: &out)
+            if let p = r.parent { out.appendVarint(UInt64(p)) }
+            switch r.body {
+            case .empty: break
+            case .inline(let bytes):
+                out.appendVarint(UInt64(bytes.count))
+                out.append(contentsOf: bytes)
+            case .chunk(let offset): out.appendVarint(offset)
+            }
+        }
+        return out
+    }
+
+    private var inlineSize: Int { if case .inline(let b) = tree.winner.body { return b.count } else { return 0 } }
+
+    /// Decodes a stored entry; `path` and `offset` locate it for errors.
+    ///
+    /// - Throws: `.corruption` when a length runs out, a flag is unknown, or the tree breaks its invariants.
+    init(decoding bytes: UnsafeRawBufferPointer, path: String, offset: UInt64 = 0) throws {
+        var r = ByteReader(bytes, fileOffset: offset, path: path)
+        let flags = try r.readByte()
+        guard flags & ~(DocumentRecord.flagDeleted | DocumentRecord.flagConflicted) == 0 else {
+            throw r.corruption("unknown document flags \(flags)")
+        }
+        sequence = try r.readVarint()
+        let count = try r.readLength(limit: r.remaining / 3)
+        guard count > 0 else { throw r.corruption("document has no revisions") }
+        var revisions: [RevisionTree.Revision] = []
+        revisions.reserveCapacity(count)
+        for _ in 0..<count {
+            let revFlags = try r.readByte()
+            guard revFlags & 0xC0 == 0, revFlags >> DocumentRecord.bodyShift != 3 else {
+                throw r.corruption("unknown revision flags \(revFlags)")
+            }
+            let generation = try r.readVarint()
+            guard generation > 0 else { throw r.corruption("revision generation 0") }
+            let digest = try RevisionID.decodeDigest(&r, binary: revFlags & DocumentRecord.revBinaryDigest != 0)
+            var parent: Int?
+            if revFlags & DocumentRecord.revHasParent != 0 { parent = try r.readLength(limit: count - 1) }
+            let body: StoredBody
+            switch revFlags >> DocumentRecord.bodyShift {
+            case 1: body = .inline(Array(try r.readLengthPrefixed()))
+            case 2: body = .chunk(offset: try r.readVarint())
+            default: body = .empty
+            }
+            revisions.append(RevisionTree.Revision(
+                id: RevisionID(generation: generation, digest: digest), parent: parent,
+                deleted: revFlags & DocumentRecord.revDeleted != 0, isLeaf: revFlags & DocumentRecord.revLeaf != 0,
+                body: body))
+        }
+        guard r.isAtEnd else { throw r.corruption("by-ID entry has \(r.remaining) trailing bytes") }
+        tree = RevisionTree(revisions: revisions)
+        let problems = tree.validate()
+        guard problems.isEmpty else { throw r.corruption("revision tree: \(problems.joined(separator: "; "))") }
+        guard documentFlags == flags else { throw r.corruption("document flags \(flags) disagree with its revisions") }
+    }
+
+    init(sequence: UInt64, tree: RevisionTree) {
+        self.sequence = sequence
+        self.tree = tree
+    }
+}
+
+/// What an all-docs row needs from a by-ID entry, read without building the revision tree: the flags, the
+/// sequence and the winner's ID (always the first revision).
+struct RecordSummary {
+    var flags: UInt8
+    var sequence: UInt64
+    var winner: RevisionID
+
+    var isDeleted: Bool { flags & DocumentRecord.flagDeleted != 0 }
+    var isConflicted: Bool { flags & DocumentRecord.flagConflicted != 0 }
+
+    init(decoding bytes: UnsafeRawBufferPointer, path: String) throws {
+        var r = ByteReader(bytes, fileOffset: 0, path: path)
+        flags = try r.readByte()
+        sequence = try r.readVarint()
+        _ = try r.readVarint()
+        let revFlags = try r.readByte()
+        let generation = try r.readVarint()
+        winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: revFlags & 0x04 != 0))
+    }
+}
+
+/// The by-ID tree's reducer: live, deleted and conflicted document counts, so ``Database/documentCount`` and
+/// `totalRows` come from the root pointer in O(1). Reduction: three varints (live, deleted, conflicted).
+struct DocumentCountReducer: Reducer {
+    struct Counts: Equatable {
+        var live: UInt64 = 0
+        var deleted: UInt64 = 0
+        var conflicted: UInt64 = 0
+    }
+
+    func reduce(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws -> [UInt8] {
+        var c = Counts()
+        for e in entries {
+            let flags = e.value.first ?? 0
+            if flags & DocumentRecord.flagDeleted != 0 { c.deleted += 1 } else { c.live += 1 }
+            if flags & DocumentRecord.flagConflicted != 0 { c.conflicted += 1 }
+        }
+        return DocumentCountReducer.encode(c)
+    }
+
+    func rereduce(_ reductions: [UnsafeRawBufferPointer]) throws -> [UInt8] {
+        var c = Counts()
+        for bytes in reductions {
+            let part = try DocumentCountReducer.decode(bytes)
+            c.live += part.live
+            c.deleted += part.deleted
+            c.conflicted += part.conflicted
+        }
+        return DocumentCountReducer.encode(c)
+    }
+
+    static func encode(_ c: Counts) -> [UInt8] {
+        var out: [UInt8] = []
+        out.appendVarint(c.live)
+        out.appendVarint(c.deleted)
+        out.appendVarint(c.conflicted)
+        return out
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> Counts {
+        var r = ByteReader(bytes, fileOffset: 0, path: "by-ID reduction")
+        let c = Counts(live: try r.readVarint(), deleted: try r.readVarint(), conflicted: try r.readVarint())
+        guard r.isAtEnd else { throw r.corruption("by-ID reduction has trailing bytes") }
+        return c
+    }
+
+    static func decode(_ bytes: [UInt8]?) -> Counts {
+        guard let bytes, !bytes.isEmpty else { return Counts() }
+        return (try? bytes.withUnsafeBytes { try decode($0) }) ?? Counts()
+    }
+}

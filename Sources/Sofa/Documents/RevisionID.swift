@@ -1,0 +1,139 @@
+import SofaStorage
+
+/// A revision ID, `generation-digest`: how many edits lead to the revision, and a digest naming the edit.
+///
+/// Digests Sofa makes are MD5 (RFC 1321) of the edit, written as 32 lowercase hex characters, and are held as
+/// 16 bytes; a replicator may bring revisions with other digest text, which is kept as it is. Ordering is
+/// CouchDB's: by generation, then by digest text — the tie-break that picks a conflict's winner.
+struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    enum Digest: Sendable, Hashable {
+        /// 32 lowercase hex characters, as two big-endian halves of the 16 bytes.
+        case md5(high: UInt64, low: UInt64)
+        /// Any other non-empty digest text.
+        case text(String)
+    }
+
+    /// Edits from the document's creation to this revision; 1 for the first.
+    let generation: UInt64
+    let digest: Digest
+
+    /// The longest revision ID accepted, in UTF-8 bytes.
+    static let maximumLength = 256
+
+    init(generation: UInt64, digest: Digest) {
+        self.generation = generation
+        self.digest = digest
+    }
+
+    /// Parses `N-digest` (N a positive decimal without leading zeros, digest non-empty); `nil` when malformed.
+    init?(_ text: String) {
+        let utf8 = text.utf8
+        guard utf8.count <= RevisionID.maximumLength, let dash = utf8.firstIndex(of: UInt8(ascii: "-")) else {
+            return nil
+        }
+        let number = utf8[..<dash]
+        guard let first = number.first, first != UInt8(ascii: "0"), number.count <= 19,
+              number.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        let generation = number.reduce(UInt64(0)) { $0 * 10 + UInt64($1 - UInt8(ascii: "0")) }
+        let rest = utf8[utf8.index(after: dash)...]
+        guard !rest.isEmpty else { return nil }
+        self.generation = generation
+        self.digest = RevisionID.parseHex(rest) ?? .text(String(decoding: rest, as: UTF8.self))
+    }
+
+    /// A 32-character lowercase hex digest as bytes; `nil` for anything else.
+    static func parseHex(_ text: some Collection<UInt8>) -> Digest? {
+        guard text.count == 32 else { return nil }
+        var high: UInt64 = 0, low: UInt64 = 0
+        for (i, ch) in text.enumerated() {
+            let nibble: UInt64
+            switch ch {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = UInt64(ch - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = UInt64(ch - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+            if i < 16 { high = high << 4 | nibble } else { low = low << 4 | nibble }
+        }
+        return .md5(high: high, low: low)
+    }
+
+    /// The digest part as text.
+    var digestText: String {
+        switch digest {
+        case .text(let t): return t
+        case .md5(let high, let low):
+            var out = [UInt8](repeating: 0, count: 32)
+            let hex = Array("0123456789abcdef".utf8)
+            for i in 0..<16 {
+                out[15 - i] = hex[Int((high >> (4 * UInt64(i))) & 15)]
+                out[31 - i] = hex[Int((low >> (4 * UInt64(i))) & 15)]
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+    }
+
+    /// `generation-digest`.
+    var description: String { "\(generation)-\(digestText)" }
+
+    static func < (x: RevisionID, y: RevisionID) -> Bool {
+        if x.generation != y.generation { return x.generation < y.generation }
+        switch (x.digest, y.digest) {
+        case let (.md5(xh, xl), .md5(yh, yl)): return (xh, xl) < (yh, yl)
+        default: return Array(x.digestText.utf8).lexicographicallyPrecedes(Array(y.digestText.utf8))
+        }
+    }
+
+    /// The ID of the revision that edits `parent` (nil for a document's first revision) into `body`.
+    ///
+    /// The digest is MD5 over: one byte, 1 for a deletion and 0 otherwise; the parent's ID as a varint
+    /// length and its UTF-8 text (length 0 without a parent); the body's stored bytes (compact JSON without
+    /// `_id`/`_rev`, object members in the order given; empty for an empty body). Equal edits of equal
+    /// revisions on two replicas therefore get equal IDs.
+    static func derived(parent: RevisionID?, deleted: Bool, body: [UInt8]) -> RevisionID {
+        var md5 = MD5()
+        var prefix: [UInt8] = [deleted ? 1 : 0]
+        let parentText = parent.map { Array($0.description.utf8) } ?? []
+        prefix.appendVarint(UInt64(parentText.count))
+        prefix.append(contentsOf: parentText)
+        md5.update(prefix)
+        md5.update(body)
+        let (high, low) = md5.finish()
+        return RevisionID(generation: (parent?.generation ?? 0) + 1, digest: .md5(high: high, low: low))
+    }
+
+    // MARK: - Stored form (FORMAT-docs.md, "Revisions")
+
+    /// Appends the digest: 16 raw bytes for an MD5 digest (`isBinary`), else a varint length and UTF-8 text.
+    func encodeDigest(into out: inout [UInt8]) {
+        switch digest {
+        case .md5(let high, let low):
+            out.appendBigEndian(high)
+            out.appendBigEndian(low)
+        case .text(let t):
+            out.appendVarint(UInt64(t.utf8.count))
+            out.append(contentsOf: t.utf8)
+        }
+    }
+
+    var isBinary: Bool { if case .md5 = digest { return true } else { return false } }
+
+    static func decodeDigest(_ reader: inout ByteReader, binary: Bool) throws -> Digest {
+        if binary {
+            let high: UInt64 = try reader.readLittleEndian()
+            let low: UInt64 = try reader.readLittleEndian()
+            return .md5(high: high.byteSwapped, low: low.byteSwapped)
+        }
+        let text = try reader.readLengthPrefixed()
+        guard !text.isEmpty, text.count <= maximumLength, let s = String(validating: text, as: UTF8.self) else {
+            throw reader.corruption("revision digest is empty, too long or not UTF-8")
+        }
+        return .text(s)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `value` big-endian (digests and sequence keys, whose byte order must be their numeric order).
+    mutating func appendBigEndian(_ value: UInt64) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+}

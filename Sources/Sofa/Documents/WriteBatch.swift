@@ -1,0 +1,153 @@
+import SofaStorage
+
+/// The writer's state between commits: working copies of both trees (holding flushed, uncommitted nodes)
+/// and an overlay of documents changed since the last flush.
+///
+/// Documents are changed in the overlay, so a batch of N puts touches each tree once, in one sorted pass
+/// (``BTree/modified(by:)``), instead of rewriting a path per put. The overlay is flushed into the working
+/// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit. Nothing is visible to
+/// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
+/// appended since the last commit.
+final class WriteBatch {
+    struct Pending {
+        var record: DocumentRecord
+        /// The document's sequence in the working by-sequence tree, whose entry the flush removes.
+        var storedSequence: UInt64?
+    }
+
+    var byID: BTree
+    var bySequence: BTree
+    /// The last sequence of the commit the batch started from.
+    let startSequence: UInt64
+    var lastSequence: UInt64
+    /// Changed documents by UTF-8 ID (bytes, not `String`: Swift's `String` equality is canonical
+    /// equivalence, and two IDs that differ in bytes are different documents).
+    var pending: [[UInt8]: Pending] = [:]
+    /// The pending IDs in first-write order, and whether that order is ascending (bulk loads usually are),
+    /// so a flush sorts only when it must.
+    var pendingOrder: [[UInt8]] = []
+    var pendingOrderIsSorted = true
+    var pendingBytes = 0
+
+    static let flushThreshold = 50_000
+    static let flushBytes = 32 << 20
+
+    init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
+        self.byID = byID
+        self.bySequence = bySequence
+        self.startSequence = startSequence
+        self.lastSequence = startSequence
+    }
+
+    /// The current state of `id`: the overlay, else the working by-ID tree.
+    func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+        if let p = pending[id] { return (p.record, p.storedSequence) }
+        guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
+        return (r, r.sequence)
+    }
+
+    /// Reads of the working state (the writer's own thread only).
+    func snapshot(storage: StorageFile) -> DocumentSnapshot {
+        DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
+    }
+
+    /// Applies the overlay to the working trees: one sorted batch per tree.
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        var ids = pendingOrder
+        if !pendingOrderIsSorted { ids.sort { compareArrays($0, $1) < 0 } }
+        var byIDActions: [BTreeAction] = []
+        byIDActions.reserveCapacity(ids.count)
+        var removed: [UInt64] = []
+        var added: [(UInt64, [UInt8])] = []
+        added.reserveCapacity(ids.count)
+        for id in ids {
+            let p = pending[id]!
+            byIDActions.append(.put(id, p.record.encoded()))
+            if let old = p.storedSequence, old != p.record.sequence { removed.append(old) }
+            added.append((p.record.sequence, id))
+        }
+        removed.sort()
+        added.sort { $0.0 < $1.0 }
+        // Every new sequence is above every stored one, so removals then additions are ascending.
+        var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
+        bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
+        byID = try byID.modified(by: byIDActions)
+        bySequence = try bySequence.modified(by: bySequenceActions)
+        pending.removeAll(keepingCapacity: true)
+        pendingOrder.removeAll(keepingCapacity: true)
+        pendingOrderIsSorted = true
+        pendingBytes = 0
+    }
+}
+
+extension DocumentFile {
+    /// Starts a batch from the newest commit (nothing happens if one is in progress).
+    func beginBatch() throws {
+        guard batch == nil else { return }
+        let snapshot = try committedSnapshot()
+        batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
+                           startSequence: snapshot.lastSequence)
+    }
+
+    /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
+    ///
+    /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
+    func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
+        guard let b = batch else { return nil }
+        batch = nil
+        guard b.lastSequence != b.startSequence else { return nil }
+        do {
+            try b.flush()
+            try storage.commit(roots: [b.byID.root, b.bySequence.root],
+                               metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
+        } catch {
+            storage.discardUncommitted()
+            throw error
+        }
+        return (b.startSequence + 1, b.lastSequence, try committedSnapshot())
+    }
+
+    /// Ends the batch in progress, discarding everything it wrote.
+    func rollbackBatch() {
+        batch = nil
+        storage.discardUncommitted()
+    }
+
+    /// Stores a new state of document `id` in the batch under the next sequence.
+    ///
+    /// - Returns: the sequence assigned.
+    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
+        guard let batch else { preconditionFailure("save outside a batch") }
+        var tree = tree
+        if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
+        batch.lastSequence += 1
+        let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
+        let previous = batch.pending.updateValue(
+            WriteBatch.Pending(record: record, storedSequence: storedSequence), forKey: id)
+        if previous == nil {
+            if let last = batch.pendingOrder.last, compareArrays(last, id) >= 0 { batch.pendingOrderIsSorted = false }
+            batch.pendingOrder.append(id)
+            batch.pendingBytes += id.count + 64
+        }
+        if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
+        if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
+            try batch.flush()
+        }
+        return record
+    }
+
+    /// Stores a body: empty, inline, or appended as a compressed value chunk.
+    func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
+        if bytes.isEmpty { return .empty }
+        if bytes.count <= inlineBodyLimit { return .inline(bytes) }
+        let (offset, _) = try bytes.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: true) }
+        return .chunk(offset: offset)
+    }
+
+    /// The writer's view of `id`: the batch's state when one is open, else the newest commit.
+    func currentRecord(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+        if let batch { return try batch.record(id) }
+        return try committedSnapshot().record(id).map { ($0, $0.sequence) }
+    }
+}

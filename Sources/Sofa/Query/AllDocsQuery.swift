@@ -1,0 +1,168 @@
+import SofaStorage
+
+/// How an all-documents query runs: a range scan of the by-ID tree (or of the by-sequence tree for
+/// ``AllDocsMode/bySequence``), or point lookups for ``Query/keys``; rows filtered by mode, then by the post
+/// filter, then skipped and limited.
+extension Query {
+    func runAllDocuments() throws -> QueryEnumerator {
+        let snapshot = try database.readSnapshot()
+        let source = RowSource(snapshot: snapshot)
+        let counts = snapshot.counts
+        let total: UInt64
+        switch allDocsMode {
+        case .includeDeleted: total = counts.live + counts.deleted
+        case .onlyConflicts: total = counts.conflicted
+        case .allDocs, .showConflicts, .bySequence: total = counts.live
+        }
+        // Without a filter, every by-ID row is output in includeDeleted mode, so the tree skips with its
+        // stored counts instead of reading the skipped rows.
+        let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
+        var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
+        if !collector.isFull {
+            if let keys {
+                try lookUp(keys, in: source, into: &collector)
+            } else if allDocsMode == .bySequence {
+                try scanBySequence(source, into: &collector)
+            } else {
+                let range = try idRange()
+                try snapshot.byID.forEach(in: range, descending: descending, skip: UInt64(treeSkip)) { key, value in
+                    guard let row = try makeRow(idBytes: key, entry: value, source: source) else { return true }
+                    return collector.offer(row)
+                }
+            }
+        }
+        return QueryEnumerator(rows: collector.rows, sequenceNumber: snapshot.lastSequence, totalRows: Int(total),
+                               database: database)
+    }
+
+    /// The by-ID key range: start and end swap roles when descending; with ``prefixMatchLevel`` the high end
+    /// (the end key, or the start key when descending) matches every ID it prefixes.
+    private func idRange() throws -> KeyRange {
+        let start = try Query.idBytes(startKey), end = try Query.idBytes(endKey)
+        var low = descending ? end : start
+        var high = descending ? start : end
+        let lowInclusive = descending ? inclusiveEnd : inclusiveStart
+        var highInclusive = descending ? inclusiveStart : inclusiveEnd
+        if prefixMatchLevel > 0, high != nil {
+            // CBL appends U+FFFF to the string. IDs compare here as UTF-8 bytes, where U+FFFF (EF BF BF) sorts
+            // below characters beyond the BMP (F0…); the byte FF, which UTF-8 never contains, sorts above every
+            // continuation, so every ID beginning with the prefix matches.
+            high!.append(0xFF)
+            highInclusive = true
+        }
+        if low != nil && low!.isEmpty && lowInclusive { low = nil }
+        return KeyRange(lower: low.map { KeyBound($0, inclusive: lowInclusive) },
+                        upper: high.map { KeyBound($0, inclusive: highInclusive) })
+    }
+
+    private static func idBytes(_ key: JSON?) throws -> [UInt8]? {
+        guard let key else { return nil }
+        guard case .string(let s) = key else {
+            throw SofaError(.invalidArgument, "all-documents keys are document IDs (strings), not a \(key.typeName)")
+        }
+        return Array(s.utf8)
+    }
+
+    private static func sequenceNumber(_ key: JSON?) throws -> UInt64? {
+        guard let key else { return nil }
+        guard case .number(let n) = key, n >= 0, n <= 9_007_199_254_740_992, n.rounded(.towardZero) == n else {
+            throw SofaError(.invalidArgument, "bySequence keys are sequence numbers (whole, not negative), not \(key)")
+        }
+        return UInt64(n)
+    }
+
+    /// Rows of documents in sequence order: a scan of the by-sequence tree, each ID looked up in by-ID.
+    private func scanBySequence(_ source: RowSource, into collector: inout RowCollector) throws {
+        let snapshot = source.snapshot
+        let start = try Query.sequenceNumber(startKey), end = try Query.sequenceNumber(endKey)
+        let low = descending ? end : start, high = descending ? start : end
+        let range = KeyRange(
+            lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveEnd : inclusiveStart) },
+            upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveStart : inclusiveEnd) })
+        try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
+            guard let row = try sequenceRow(idBytes: id, source: source) else { return true }
+            return collector.offer(row)
+        }
+    }
+
+    private func sequenceRow(idBytes: UnsafeRawBufferPointer, source: RowSource) throws -> QueryRow? {
+        guard let entry = try source.snapshot.byID.value(for: idBytes) else {
+            throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
+                            path: source.snapshot.path)
+        }
+        return try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
+    }
+
+    /// Rows for the listed keys, in the order given (reversed when descending).
+    private func lookUp(_ keys: [JSON], in source: RowSource, into collector: inout RowCollector) throws {
+        let snapshot = source.snapshot
+        for key in descending ? keys.reversed() : keys {
+            let row: QueryRow?
+            if allDocsMode == .bySequence {
+                let sequence = try Query.sequenceNumber(key)!
+                guard let id = try snapshot.bySequence.get(DocumentFile.sequenceKey(sequence)) else { continue }
+                row = try id.withUnsafeBytes { try sequenceRow(idBytes: $0, source: source) }
+            } else {
+                let id = try Query.idBytes(key)!
+                row = try id.withUnsafeBytes { idBytes in
+                    try snapshot.byID.value(for: idBytes).flatMap { entry in
+                        try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
+                    }
+                }
+            }
+            if let row, !collector.offer(row) { return }
+        }
+    }
+
+    /// The row for one by-ID entry, or nil when the mode leaves the document out.
+    private func makeRow(idBytes: UnsafeRawBufferPointer, entry: UnsafeRawBufferPointer,
+                         source: RowSource) throws -> QueryRow? {
+        let path = source.snapshot.path
+        let summary = try RecordSummary(decoding: entry, path: path)
+        var conflicts: [String] = []
+        switch allDocsMode {
+        case .allDocs, .bySequence:
+            if summary.isDeleted { return nil }
+        case .includeDeleted:
+            break
+        case .showConflicts, .onlyConflicts:
+            if summary.isDeleted || (allDocsMode == .onlyConflicts && !summary.isConflicted) { return nil }
+            if summary.isConflicted {
+                let tree = try DocumentRecord(decoding: entry, path: path).tree
+                conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
+            }
+        }
+        let id = String(decoding: idBytes, as: UTF8.self)
+        let key: JSON = allDocsMode == .bySequence ? .number(Double(summary.sequence)) : .string(id)
+        return QueryRow(key: key, value: .revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted),
+                        documentID: id, sourceDocumentID: id, sequenceNumber: summary.sequence,
+                        conflictingRevisions: conflicts, source: source)
+    }
+}
+
+/// Applies the post filter, then skip, then limit, to rows as they come.
+struct RowCollector {
+    var toSkip: Int
+    let limit: Int?
+    let filter: (@Sendable (QueryRow) -> Bool)?
+    var rows: [QueryRow] = []
+
+    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?) {
+        self.toSkip = skip
+        self.limit = limit
+        self.filter = filter
+    }
+
+    var isFull: Bool { limit.map { rows.count >= $0 } ?? false }
+
+    /// Takes a row if it passes; returns false once the limit is reached.
+    mutating func offer(_ row: QueryRow) -> Bool {
+        if let filter, !filter(row) { return true }
+        if toSkip > 0 {
+            toSkip -= 1
+            return true
+        }
+        rows.append(row)
+        return !isFull
+    }
+}

@@ -1,0 +1,104 @@
+/// Which documents an all-documents query returns, and how (Couchbase Lite's `allDocsMode`). Not flags:
+/// choose one.
+public enum AllDocsMode: Sendable, Hashable {
+    /// Non-deleted documents, by ID (the default).
+    case allDocs
+    /// Deleted documents too; their rows' value has `"deleted": true`.
+    case includeDeleted
+    /// Like ``allDocs``, with each row's ``QueryRow/conflictingRevisions`` filled in for conflicted documents.
+    case showConflicts
+    /// Like ``showConflicts``, but only conflicted documents.
+    case onlyConflicts
+    /// Non-deleted documents in sequence order (the order they last changed); the row key is the sequence
+    /// number, and `startKey`/`endKey`/`keys` are sequence numbers.
+    case bySequence
+}
+
+/// A query: which rows to read from an index, in what order, how many. A value type — configure a copy,
+/// run it as often as you like.
+///
+/// All-documents queries (``Database/createAllDocumentsQuery()``) read an imaginary index with one row per
+/// document whose key is the document ID, compared as raw UTF-8 bytes.
+///
+/// ```swift
+/// var query = db.createAllDocumentsQuery()
+/// query.startKey = "track-"
+/// query.endKey = "track-"
+/// query.prefixMatchLevel = 1     // every ID starting with "track-"
+/// query.limit = 20
+/// for row in try query.run() { print(row.documentID!, row.value!) }
+/// ```
+public struct Query: Sendable {
+    /// What a query reads. Views will add their index here.
+    package enum Source: Sendable {
+        case allDocuments
+    }
+
+    /// The database the query reads.
+    public let database: Database
+    package let source: Source
+
+    /// The first key to return (the last when ``descending``); nil starts at the beginning.
+    public var startKey: JSON?
+    /// The last key to return (the first when ``descending``); nil runs to the end.
+    public var endKey: JSON?
+    /// Whether a row whose key equals ``startKey`` is returned.
+    public var inclusiveStart = true
+    /// Whether a row whose key equals ``endKey`` is returned.
+    public var inclusiveEnd = true
+    /// Return rows from the highest key down. ``startKey`` is then the high end and ``endKey`` the low end.
+    public var descending = false
+    /// At most this many rows (after ``skip`` and ``postFilter``); nil for no limit.
+    public var limit: Int?
+    /// Leave out this many rows first (counted after ``postFilter``).
+    public var skip = 0
+    /// Only rows with these keys; ``startKey`` and ``endKey`` are then ignored. All-documents queries return
+    /// them in the order given (reversed when ``descending``), one row per listed key that names a document
+    /// the mode includes.
+    public var keys: [JSON]?
+    /// When non-zero, the end key (the start key when ``descending``) matches as a prefix: with 1, an
+    /// all-documents end key `"foo"` also matches `"foolish"` but not `"fong"`.
+    public var prefixMatchLevel = 0
+    /// Which documents an all-documents query returns; ignored by other queries.
+    public var allDocsMode: AllDocsMode = .allDocs
+    /// A test every row must pass; ``skip`` and ``limit`` count only rows that pass.
+    public var postFilter: (@Sendable (QueryRow) -> Bool)?
+
+    package init(database: Database, source: Source) {
+        self.database = database
+        self.source = source
+    }
+
+    /// Runs the query against the newest commit (or, inside a batch on the batch's thread, its writes).
+    ///
+    /// ```swift
+    /// let rows = try query.run()
+    /// print(rows.count, rows.totalRows, rows.sequenceNumber)
+    /// ```
+    ///
+    /// - Returns: the rows, with the database's last sequence at the time.
+    /// - Throws: ``SofaError`` — `.invalidArgument` for a negative ``skip`` or ``limit`` or a key of the
+    ///   wrong type (all-documents keys are strings; sequence numbers for ``AllDocsMode/bySequence``); storage
+    ///   errors.
+    public func run() throws -> QueryEnumerator {
+        if skip < 0 { throw SofaError(.invalidArgument, "skip must not be negative") }
+        if let limit, limit < 0 { throw SofaError(.invalidArgument, "limit must not be negative") }
+        if prefixMatchLevel < 0 { throw SofaError(.invalidArgument, "prefixMatchLevel must not be negative") }
+        switch source {
+        case .allDocuments: return try runAllDocuments()
+        }
+    }
+}
+
+extension Database {
+    /// A query over every document by ID: an imaginary index with one row per document, keyed by ID.
+    ///
+    /// ```swift
+    /// var query = db.createAllDocumentsQuery()
+    /// query.allDocsMode = .onlyConflicts
+    /// for row in try query.run() { print(row.documentID!, row.conflictingRevisions) }
+    /// ```
+    public func createAllDocumentsQuery() -> Query {
+        Query(database: self, source: .allDocuments)
+    }
+}

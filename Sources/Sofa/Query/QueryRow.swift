@@ -1,0 +1,105 @@
+/// One row of a query result: a key, a value, and the document it came from.
+///
+/// For an all-documents query the key is the document ID (the sequence number for
+/// ``AllDocsMode/bySequence``) and the value is `{"rev": …}`, with `"deleted": true` for a deleted document,
+/// as CouchDB's `_all_docs` shows it.
+public struct QueryRow: Sendable, Equatable {
+    /// How the value is held: computed on demand for all-documents rows, so a scan builds no objects.
+    package enum Value: Sendable, Equatable {
+        case json(JSON?)
+        case revision(RevisionIDBox, deleted: Bool)
+    }
+
+    /// A revision ID inside a row's value (keeps ``RevisionID`` internal to the module).
+    package struct RevisionIDBox: Sendable, Equatable {
+        let id: RevisionID
+    }
+
+    /// The row's key.
+    public let key: JSON
+    package let storedValue: Value
+    /// The ID of the document the row stands for (nil for a reduced row).
+    public let documentID: String?
+    /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
+    /// redirects with `_id`.
+    public let sourceDocumentID: String?
+    /// The document's sequence when the row was read (0 for a reduced row).
+    public let sequenceNumber: UInt64
+    /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
+    /// non-deleted leaf revision, the winner first. Empty otherwise.
+    public let conflictingRevisions: [String]
+    package let source: RowSource?
+
+    package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
+                 conflictingRevisions: [String] = [], source: RowSource?) {
+        self.key = key
+        self.storedValue = value
+        self.documentID = documentID
+        self.sourceDocumentID = sourceDocumentID
+        self.sequenceNumber = sequenceNumber
+        self.conflictingRevisions = conflictingRevisions
+        self.source = source
+    }
+
+    /// The row's value; nil when the index holds none.
+    public var value: JSON? {
+        switch storedValue {
+        case .json(let v): return v
+        case .revision(let box, let deleted):
+            return deleted ? ["rev": .string(box.id.description), "deleted": true] : ["rev": .string(box.id.description)]
+        }
+    }
+
+    /// The document, read on access from the snapshot the query read (so it matches the row whatever was
+    /// written since); nil when the row has no document or it cannot be read.
+    public var document: Document? {
+        guard let source, let documentID else { return nil }
+        return try? source.snapshot.document(id: documentID)
+    }
+
+    /// Item `index` of an array key; nil when the key is not an array or is shorter.
+    ///
+    /// - Parameter index: the position in the key.
+    public func key(at index: Int) -> JSON? { key[index] }
+
+    /// Decodes the value as a Swift type.
+    ///
+    /// ```swift
+    /// struct Info: Decodable { var rev: String }
+    /// let rev = try row.decode(Info.self).rev
+    /// ```
+    ///
+    /// - Parameter type: the type to decode.
+    /// - Throws: ``SofaError`` with code `.decodingFailed` when the value does not match.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try (value ?? .null).decode(type)
+    }
+
+    /// The row as CouchDB writes it: `{"id": …, "key": …, "value": …}` (no `id` for a reduced row, no `value`
+    /// when there is none), plus `"conflicts"` when ``conflictingRevisions`` is not empty.
+    public func toJSON() -> JSON {
+        var members = JSONObject()
+        if let documentID { members["id"] = .string(documentID) }
+        members["key"] = key
+        if let value { members["value"] = value }
+        if !conflictingRevisions.isEmpty { members["conflicts"] = .array(conflictingRevisions.map { .string($0) }) }
+        return .object(members)
+    }
+
+    /// Rows are equal when key, value, document IDs, sequence and conflicts are; the loaded document is not
+    /// compared.
+    public static func == (a: QueryRow, b: QueryRow) -> Bool {
+        a.key == b.key && a.storedValue == b.storedValue && a.documentID == b.documentID
+            && a.sourceDocumentID == b.sourceDocumentID && a.sequenceNumber == b.sequenceNumber
+            && a.conflictingRevisions == b.conflictingRevisions
+    }
+}
+
+/// The snapshot a query read, shared by all its rows, from which a row's document is loaded on demand.
+package final class RowSource: Sendable {
+    let snapshot: DocumentSnapshot
+
+    init(snapshot: DocumentSnapshot) {
+        self.snapshot = snapshot
+    }
+}

@@ -1,0 +1,150 @@
+import Testing
+
+@testable import Sofa
+
+/// All-documents queries: every mode and option, against a small fixed database.
+@Suite struct AllDocsQueryTests {
+    /// IDs in byte order: "a", "b", "ba", "bb", "c", "cé", "c😀", "d" (deleted), "e" (conflicted).
+    static func makeDatabase(_ dir: TemporaryDatabaseDirectory) throws -> Database {
+        let db = try Database(path: dir.database(), options: testOptions())
+        for id in ["c", "a", "bb", "ba", "b", "cé", "c😀"] { try db.put(["id": .string(id)], id: id) }
+        let d = try db.put(["id": "d"], id: "d")
+        try db.delete(id: "d", rev: d.revisionID)
+        try db.put(["id": "e"], id: "e")
+        try db.forceInsert(["id": "e2"], id: "e", revisionHistory: ["1-ffffffffffffffffffffffffffffffff"])
+        return db
+    }
+
+    func run(_ db: Database, _ configure: (inout Query) -> Void) throws -> QueryEnumerator {
+        var query = db.createAllDocumentsQuery()
+        configure(&query)
+        return try query.run()
+    }
+
+    @Test func modes() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        let all = try run(db) { _ in }
+        #expect(ids(all) == ["a", "b", "ba", "bb", "c", "cé", "c😀", "e"])
+        #expect(all.totalRows == 8 && all.sequenceNumber == 11)
+        #expect(all[0].key == "a" && all[0].sourceDocumentID == "a")
+        let aRev = try #require(try db.document(id: "a")).revisionID
+        #expect(all[0].value == ["rev": .string(aRev)] && all[0].sequenceNumber == 2)
+        #expect(all[0].document?.userProperties == ["id": "a"])
+        #expect(all[0].toJSON() == ["id": "a", "key": "a", "value": ["rev": .string(aRev)]])
+        #expect(all.allSatisfy { $0.conflictingRevisions.isEmpty })
+
+        let withDeleted = try run(db) { $0.allDocsMode = .includeDeleted }
+        #expect(ids(withDeleted) == ["a", "b", "ba", "bb", "c", "cé", "c😀", "d", "e"])
+        #expect(withDeleted.totalRows == 9)
+        let d = withDeleted[7]
+        #expect(d.value?["deleted"] == true && d.document?.isDeleted == true)
+
+        let shown = try run(db) { $0.allDocsMode = .showConflicts }
+        #expect(ids(shown) == ids(all))
+        #expect(shown.last?.conflictingRevisions.count == 2)
+        #expect(shown.last?.conflictingRevisions.first == "1-ffffffffffffffffffffffffffffffff", "winner first")
+        let only = try run(db) { $0.allDocsMode = .onlyConflicts }
+        #expect(ids(only) == ["e"] && only.totalRows == 1)
+        #expect(only[0].toJSON()["conflicts"]?.arrayValue?.count == 2)
+
+        let bySequence = try run(db) { $0.allDocsMode = .bySequence }
+        #expect(ids(bySequence) == ["c", "a", "bb", "ba", "b", "cé", "c😀", "e"])
+        #expect(bySequence.map(\.key) == [1, 2, 3, 4, 5, 6, 7, 11])
+        let recent = try run(db) {
+            $0.allDocsMode = .bySequence
+            $0.startKey = 6
+            $0.descending = true
+        }
+        #expect(ids(recent) == ["cé", "b", "ba", "bb", "a", "c"])
+        let exclusive = try run(db) {
+            $0.allDocsMode = .bySequence
+            $0.startKey = 2
+            $0.endKey = 5
+            $0.inclusiveStart = false
+            $0.inclusiveEnd = false
+        }
+        #expect(exclusive.map(\.key) == [3, 4])
+        #expect(try ids(run(db) { $0.allDocsMode = .bySequence; $0.keys = [7, 9, 1, 1000] }) == ["c😀", "c"])
+        expectSofaError(.invalidArgument) { try run(db) { $0.allDocsMode = .bySequence; $0.startKey = "a" } }
+        expectSofaError(.invalidArgument) { try run(db) { $0.allDocsMode = .bySequence; $0.startKey = 1.5 } }
+        expectSound(db)
+    }
+
+    @Test func rangesInclusivityAndDescending() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        #expect(try ids(run(db) { $0.startKey = "b"; $0.endKey = "c" }) == ["b", "ba", "bb", "c"])
+        #expect(try ids(run(db) { $0.startKey = "b"; $0.endKey = "c"; $0.inclusiveStart = false }) == ["ba", "bb", "c"])
+        #expect(try ids(run(db) { $0.startKey = "b"; $0.endKey = "c"; $0.inclusiveEnd = false }) == ["b", "ba", "bb"])
+        #expect(try ids(run(db) { $0.startKey = "bz" }) == ["c", "cé", "c😀", "e"])
+        #expect(try ids(run(db) { $0.endKey = "b" }) == ["a", "b"])
+        #expect(try ids(run(db) { $0.startKey = "c"; $0.endKey = "b" }).isEmpty)
+        #expect(try ids(run(db) { $0.descending = true }) == ["e", "c😀", "cé", "c", "bb", "ba", "b", "a"])
+        #expect(try ids(run(db) { $0.descending = true; $0.startKey = "c"; $0.endKey = "b" }) == ["c", "bb", "ba", "b"])
+        #expect(try ids(run(db) {
+            $0.descending = true; $0.startKey = "c"; $0.endKey = "b"; $0.inclusiveStart = false; $0.inclusiveEnd = false
+        }) == ["bb", "ba"])
+        #expect(try ids(run(db) { $0.startKey = "" }).count == 8)
+        expectSofaError(.invalidArgument) { try run(db) { $0.startKey = 3 } }
+        expectSofaError(.invalidArgument) { try run(db) { $0.skip = -1 } }
+        expectSofaError(.invalidArgument) { try run(db) { $0.limit = -1 } }
+    }
+
+    @Test func prefixMatching() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        #expect(try ids(run(db) { $0.startKey = "b"; $0.endKey = "b"; $0.prefixMatchLevel = 1 }) == ["b", "ba", "bb"])
+        // Characters beyond U+FFFF after the prefix match too.
+        #expect(try ids(run(db) { $0.startKey = "c"; $0.endKey = "c"; $0.prefixMatchLevel = 1 }) == ["c", "cé", "c😀"])
+        #expect(try ids(run(db) {
+            $0.startKey = "b"; $0.endKey = "b"; $0.prefixMatchLevel = 1; $0.inclusiveEnd = false
+        }) == ["b", "ba", "bb"], "the extended end key is past every match")
+        // Descending: the start key is the prefix.
+        #expect(try ids(run(db) { $0.descending = true; $0.startKey = "b"; $0.prefixMatchLevel = 1 }) == ["bb", "ba", "b", "a"])
+        #expect(try ids(run(db) { $0.endKey = "b"; $0.prefixMatchLevel = 0 }) == ["a", "b"])
+    }
+
+    @Test func skipLimitKeysAndPostFilter() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        #expect(try ids(run(db) { $0.skip = 2; $0.limit = 3 }) == ["ba", "bb", "c"])
+        #expect(try ids(run(db) { $0.skip = 2; $0.limit = 3; $0.descending = true }) == ["cé", "c", "bb"])
+        #expect(try ids(run(db) { $0.limit = 0 }).isEmpty)
+        #expect(try ids(run(db) { $0.skip = 100 }).isEmpty)
+        #expect(try ids(run(db) { $0.allDocsMode = .includeDeleted; $0.skip = 6; $0.limit = 2 }) == ["c😀", "d"])
+        // skip and limit count rows after the filter.
+        let filtered = try run(db) {
+            $0.postFilter = { $0.documentID!.count == 2 }
+            $0.skip = 1
+            $0.limit = 2
+        }
+        #expect(ids(filtered) == ["bb", "cé"])
+        #expect(filtered.totalRows == 8, "totalRows ignores ranges, filters and limits")
+
+        #expect(try ids(run(db) { $0.keys = ["c", "zz", "a", "d", "a"] }) == ["c", "a", "a"], "given order, missing skipped")
+        #expect(try ids(run(db) { $0.keys = ["c", "a", "d"]; $0.allDocsMode = .includeDeleted }) == ["c", "a", "d"])
+        #expect(try ids(run(db) { $0.keys = ["c", "a", "b"]; $0.descending = true }) == ["b", "a", "c"])
+        #expect(try ids(run(db) { $0.keys = ["c", "a", "b"]; $0.skip = 1; $0.limit = 1 }) == ["a"])
+        #expect(try ids(run(db) { $0.keys = ["a", "e"]; $0.allDocsMode = .onlyConflicts }) == ["e"])
+        #expect(try ids(run(db) { $0.keys = ["a", "b"]; $0.startKey = "b" }) == ["a", "b"], "keys override ranges")
+        expectSofaError(.invalidArgument) { try run(db) { $0.keys = [1] } }
+    }
+
+    @Test func resultsCompareAndGoStale() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        let first = try run(db) { _ in }
+        #expect(!first.isStale)
+        #expect(try run(db) { _ in } == first)
+        try db.put(["id": "f"], id: "f")
+        #expect(first.isStale)
+        let second = try run(db) { _ in }
+        #expect(second != first && second.sequenceNumber == 12)
+        // A row's document comes from the snapshot the query read.
+        try db.put(["id": "a2"], id: "a", rev: second[0].value!["rev"]!.stringValue!)
+        #expect(second[0].document?.userProperties == ["id": "a"])
+        #expect(try run(db) { _ in }[0].document?.userProperties == ["id": "a2"])
+        #expect(try second[0].decode([String: String].self) == ["rev": second[0].value!["rev"]!.stringValue!])
+    }
+}

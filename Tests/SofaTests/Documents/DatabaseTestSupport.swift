@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+@testable import Sofa
+@testable import SofaStorage
+
+/// A temporary directory for one test's databases, removed with everything in it when the test ends.
+final class TemporaryDatabaseDirectory {
+    let path: String
+
+    init(_ name: String = "sofa-docs") {
+        path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString.prefix(8))"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// The path of database `name` inside the directory.
+    func database(_ name: String = "test") -> String { "\(path)/\(name).sofa" }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Fast options for tests: no fsync (durability is the storage tests' subject).
+func testOptions(readOnly: Bool = false, revisionTreeDepth: Int = 20) -> DatabaseOptions {
+    DatabaseOptions(readOnly: readOnly, durability: .none, revisionTreeDepth: revisionTreeDepth)
+}
+
+/// Runs `Database.verify()` and records every problem as a test failure.
+func expectSound(_ db: Database, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        let problems = try db.verify()
+        #expect(problems.isEmpty, "\(context) verify: \(problems)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(context) verify threw \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Expects `body` to throw a ``SofaError`` with `code`.
+func expectSofaError<R>(_ code: SofaError.Code, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation,
+                        _ body: () throws -> R) {
+    do {
+        _ = try body()
+        Issue.record("\(context): expected \(code), nothing was thrown", sourceLocation: sourceLocation)
+    } catch let error as SofaError {
+        #expect(error.code == code, "\(context): \(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("\(context): expected SofaError \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The IDs of a query result's rows.
+func ids(_ result: QueryEnumerator) -> [String] { result.map { $0.documentID ?? "?" } }

@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+@testable import Sofa
+@testable import SofaStorage
+
+/// Crash-ish tests: a batch whose commit fails at every write and sync (RELIABILITY.md R2, R7, R8) leaves the
+/// previous content intact, or commits entirely; the database opens, verifies and takes writes afterwards.
+@Suite struct DocumentFaultTests {
+    /// What every document holds, by ID: winner revision and body.
+    static func contents(_ db: Database) throws -> [String: String] {
+        var out: [String: String] = [:]
+        var query = db.createAllDocumentsQuery()
+        query.allDocsMode = .includeDeleted
+        for row in try query.run() {
+            out[row.documentID!] = "\(row.value!) \(row.document?.userProperties.description ?? "?")"
+        }
+        return out
+    }
+
+    static func makeBase(_ path: String) throws -> [String: String] {
+        let db = try Database(path: path, options: testOptions())
+        for i in 0..<40 { try db.put(["n": .number(Double(i))], id: "doc\(i)") }
+        let doc = try #require(try db.document(id: "doc1"))
+        try db.delete(id: "doc1", rev: doc.revisionID)
+        let before = try contents(db)
+        try db.close()
+        return before
+    }
+
+    /// The batch under test: updates, new documents, a large body (a value chunk) and a conflict.
+    static func batch(_ db: Database) throws {
+        try db.inBatch {
+            for i in 2..<30 {
+                let doc = try #require(try db.document(id: "doc\(i)"))
+                try db.put(["n": .number(Double(i * 10))], id: doc.id, rev: doc.revisionID)
+            }
+            for i in 0..<20 { try db.put(["new": .number(Double(i))], id: "new\(i)") }
+            try db.put(["big": .string(String(repeating: "y", count: 100_000))], id: "big")
+            try db.forceInsert(["theirs": true], id: "doc5", revisionHistory: ["1-theirs"])
+        }
+    }
+
+    @Test func commitFailingAtEveryWriteAndSyncIsAllOrNothing() throws {
+        let dir = TemporaryDatabaseDirectory()
+        var after: [String: String]?
+        var failures = 0
+        for point in 0..<12 {
+            let path = dir.database("crash\(point)")
+            let before = try Self.makeBase(path)
+            let faults = FaultInjectingSystemCalls()
+            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            faults.crashAfter(writesAndSyncs: point)
+            var committed = true
+            do {
+                try Self.batch(db)
+            } catch let error as SofaError {
+                committed = false
+                failures += 1
+                #expect([.ioError, .writesRefused].contains(error.code), "point \(point): \(error)")
+                // The handle still serves the last commit to readers.
+                #expect(try Self.contents(db) == before, "point \(point): readers keep the previous commit")
+            }
+            faults.arm(nil)
+            try? db.close()
+
+            let reopened = try Database(path: path, options: testOptions())
+            let now = try Self.contents(reopened)
+            if committed {
+                after = after ?? now
+                #expect(now == after, "point \(point): a returned commit is all there")
+            } else {
+                #expect(now == before || now.count == before.count + 21, "point \(point): all or nothing")
+                if now != before { #expect(now == (after ?? now), "point \(point)") }
+            }
+            expectSound(reopened, "point \(point)")
+            try reopened.put(["later": true], id: "later")
+            #expect(try reopened.document(id: "later") != nil)
+            try reopened.close()
+        }
+        #expect(failures >= 3 && after != nil, "the loop reached both failing and succeeding commits")
+    }
+
+    @Test func failedSyncRefusesWritesUntilReopened() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let before = try Self.makeBase(path)
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        faults.arm(.init(call: .fdatasync, nth: 1))
+        expectSofaError(.ioError) { try Self.batch(db) }
+        expectSofaError(.writesRefused) { try db.put(["a": 1], id: "after") }
+        #expect(try Self.contents(db) == before)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(try Self.contents(reopened) == before)
+        try Self.batch(reopened)
+        #expect(reopened.documentCount == 39 + 21)
+        expectSound(reopened)
+    }
+
+    @Test func diskFullDuringABatchKeepsTheHandleUsable() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let before = try Self.makeBase(path)
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: testOptions(), system: faults)
+        faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+        expectSofaError(.diskFull) { try Self.batch(db) }
+        #expect(try Self.contents(db) == before)
+        // Space is back: the same handle commits.
+        try Self.batch(db)
+        #expect(db.documentCount == 39 + 21)
+        #expect(try db.document(id: "doc5")?.conflictingRevisions.count == 1)
+        expectSound(db)
+    }
+}
