@@ -45,9 +45,9 @@ struct DocumentInput {
             }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            JSONSerializer.writeString(key, into: &out)
+            try JSON.string(key).serialize(into: &out)
             out.append(UInt8(ascii: ":"))
-            try JSONSerializer.write(value, into: &out, depth: 1, strict: true)
+            try value.serialize(into: &out)
         }
         out.append(UInt8(ascii: "}"))
         body = out.count == 2 ? [] : out
