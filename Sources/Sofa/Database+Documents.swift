@@ -137,11 +137,7 @@ extension Database {
         if isWriterThread, let batch = documents.batch {
             // The overlay answers without flushing the batch.
             guard let (record, _) = try batch.record(Array(id.utf8)) else { return nil }
-            let index = revision.map { record.tree.index(of: $0) } ?? 0
-            guard let index, record.tree.revisions[index].isLeaf else { return nil }
-            let snapshot = batch.snapshot(storage: documents.storage)
-            return Document(id: id, record: record, index: index,
-                            body: try snapshot.body(record.tree.revisions[index].body))
+            return try batch.snapshot(storage: documents.storage).document(id: id, record: record, revision: revision)
         }
         return try documents.committedSnapshot().document(id: id, revision: revision)
     }

@@ -117,7 +117,8 @@ final class ChangeNotifier: Sendable {
         }
         guard isDrainer else { return }
         while true {
-            typealias Delivery = (ChangeBatch, [@Sendable (ChangeBatch) -> Void], [AsyncStream<ChangeBatch>.Continuation])
+            typealias Delivery = (ChangeBatch, [@Sendable (ChangeBatch) -> Void],
+                                  [AsyncStream<ChangeBatch>.Continuation])
             let next = state.withLock { s -> Delivery? in
                 guard !s.queue.isEmpty else {
                     s.draining = false  // in the same critical section as the emptiness check: nothing is missed

@@ -20,7 +20,8 @@ extension DocumentFile {
             try snapshot.byID.forEach { key, value in
                 let id = Array(key)
                 let name = String(decoding: id, as: UTF8.self)
-                if String(validating: id, as: UTF8.self) == nil || id.isEmpty || id.count > DocumentFile.maximumIDLength {
+                let validUTF8 = String(validating: id, as: UTF8.self) != nil
+                if !validUTF8 || id.isEmpty || id.count > DocumentFile.maximumIDLength {
                     problem("by-ID key \(id.prefix(40)) is not a valid document ID")
                 }
                 let record: DocumentRecord

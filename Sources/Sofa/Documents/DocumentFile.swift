@@ -75,7 +75,8 @@ final class DocumentFile: @unchecked Sendable {
             var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
             let version = try r.readByte()
             guard version == metadataVersion else {
-                throw SofaError(.unsupportedFormat, "document metadata version \(version); this build reads \(metadataVersion)",
+                throw SofaError(.unsupportedFormat,
+                                "document metadata version \(version); this build reads \(metadataVersion)",
                                 path: path, offset: Int(commit.offset))
             }
             let sequence = try r.readVarint()
@@ -159,6 +160,11 @@ struct DocumentSnapshot: Sendable {
     /// The document `id` at its winning revision (or at leaf `revision`), nil when absent.
     func document(id: String, revision: RevisionID? = nil) throws -> Document? {
         guard let record = try record(Array(id.utf8)) else { return nil }
+        return try document(id: id, record: record, revision: revision)
+    }
+
+    /// Document `id` of `record` at its winner (or at leaf `revision`), its body read from this snapshot.
+    func document(id: String, record: DocumentRecord, revision: RevisionID?) throws -> Document? {
         let index = revision.map { record.tree.index(of: $0) } ?? 0
         guard let index, record.tree.revisions[index].isLeaf else { return nil }
         return try Document(id: id, record: record, index: index, body: body(record.tree.revisions[index].body))

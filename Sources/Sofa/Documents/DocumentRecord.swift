@@ -114,7 +114,8 @@ struct DocumentRecord: Sendable, Equatable {
 }
 
 /// What an all-docs row needs from a by-ID entry, read without building the revision tree: the flags, the
-/// sequence and the winner's ID (always the first revision).
+/// sequence and the winner's ID (always the first revision). A scan decodes one per row, so this reads the
+/// bytes directly, checking every bound, instead of through a general reader.
 struct RecordSummary {
     var flags: UInt8
     var sequence: UInt64
@@ -123,14 +124,38 @@ struct RecordSummary {
     var isDeleted: Bool { flags & DocumentRecord.flagDeleted != 0 }
     var isConflicted: Bool { flags & DocumentRecord.flagConflicted != 0 }
 
-    init(decoding bytes: UnsafeRawBufferPointer, path: String) throws {
-        var r = ByteReader(bytes, fileOffset: 0, path: path)
-        flags = try r.readByte()
-        sequence = try r.readVarint()
-        _ = try r.readVarint()
-        let revFlags = try r.readByte()
-        let generation = try r.readVarint()
-        winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: revFlags & 0x04 != 0))
+    init(decoding bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws {
+        var position = 0
+        func byte() throws -> UInt8 {
+            guard position < bytes.count else { throw SofaError(.corruption, "truncated by-ID entry", path: path()) }
+            defer { position += 1 }
+            return bytes[position]
+        }
+        func varint() throws -> UInt64 {
+            var result: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let b = try byte()
+                if shift == 63 && b > 1 { throw SofaError(.corruption, "varint overflows 64 bits", path: path()) }
+                result |= UInt64(b & 0x7F) << shift
+                if b < 0x80 { return result }
+                shift += 7
+            }
+        }
+        flags = try byte()
+        sequence = try varint()
+        _ = try varint()
+        let revFlags = try byte()
+        let generation = try varint()
+        if revFlags & 0x04 != 0 {
+            guard bytes.count - position >= 16 else { throw SofaError(.corruption, "truncated digest", path: path()) }
+            let high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+            let low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self))
+            winner = RevisionID(generation: generation, digest: .md5(high: high, low: low))
+        } else {
+            var r = ByteReader(bytes, position: position, fileOffset: 0, path: path())
+            winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: false))
+        }
     }
 }
 

@@ -149,6 +149,12 @@ struct RevisionTree: Sendable, Equatable {
     func validate() -> [String] {
         var problems: [String] = []
         if revisions.isEmpty { return ["no revisions"] }
+        if revisions.count == 1 {  // most documents: skip the general checks and their allocations
+            let r = revisions[0]
+            if r.parent != nil { problems.append("revision \(r.id) has a parent outside the tree") }
+            if !r.isLeaf { problems.append("revision \(r.id) has a wrong leaf flag") }
+            return problems
+        }
         var hasChild = [Bool](repeating: false, count: revisions.count)
         for (i, r) in revisions.enumerated() {
             guard let p = r.parent else { continue }

@@ -18,6 +18,9 @@ extension Query {
         // stored counts instead of reading the skipped rows.
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
+        // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
+        let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(total) : 0)
+        collector.rows.reserveCapacity(min(limit ?? Int.max, expected))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)
@@ -38,11 +41,7 @@ extension Query {
     /// The by-ID key range: start and end swap roles when descending; with ``prefixMatchLevel`` the high end
     /// (the end key, or the start key when descending) matches every ID it prefixes.
     private func idRange() throws -> KeyRange {
-        let start = try Query.idBytes(startKey), end = try Query.idBytes(endKey)
-        var low = descending ? end : start
-        var high = descending ? start : end
-        let lowInclusive = descending ? inclusiveEnd : inclusiveStart
-        var highInclusive = descending ? inclusiveStart : inclusiveEnd
+        var (low, lowInclusive, high, highInclusive) = try bounds(Query.idBytes)
         if prefixMatchLevel > 0, high != nil {
             // CBL appends U+FFFF to the string. IDs compare here as UTF-8 bytes, where U+FFFF (EF BF BF) sorts
             // below characters beyond the BMP (F0…); the byte FF, which UTF-8 never contains, sorts above every
@@ -53,6 +52,12 @@ extension Query {
         if low != nil && low!.isEmpty && lowInclusive { low = nil }
         return KeyRange(lower: low.map { KeyBound($0, inclusive: lowInclusive) },
                         upper: high.map { KeyBound($0, inclusive: highInclusive) })
+    }
+
+    /// The start and end keys, converted, as the low and high ends of the scan: swapped when descending.
+    private func bounds<T>(_ convert: (JSON?) throws -> T?) throws -> (T?, Bool, T?, Bool) {
+        let start = try convert(startKey), end = try convert(endKey)
+        return descending ? (end, inclusiveEnd, start, inclusiveStart) : (start, inclusiveStart, end, inclusiveEnd)
     }
 
     private static func idBytes(_ key: JSON?) throws -> [UInt8]? {
@@ -74,11 +79,9 @@ extension Query {
     /// Rows of documents in sequence order: a scan of the by-sequence tree, each ID looked up in by-ID.
     private func scanBySequence(_ source: RowSource, into collector: inout RowCollector) throws {
         let snapshot = source.snapshot
-        let start = try Query.sequenceNumber(startKey), end = try Query.sequenceNumber(endKey)
-        let low = descending ? end : start, high = descending ? start : end
-        let range = KeyRange(
-            lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveEnd : inclusiveStart) },
-            upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: descending ? inclusiveStart : inclusiveEnd) })
+        let (low, lowInclusive, high, highInclusive) = try bounds(Query.sequenceNumber)
+        let range = KeyRange(lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: lowInclusive) },
+                             upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: highInclusive) })
         try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
             guard let row = try sequenceRow(idBytes: id, source: source) else { return true }
             return collector.offer(row)
@@ -134,7 +137,8 @@ extension Query {
         }
         let id = String(decoding: idBytes, as: UTF8.self)
         let key: JSON = allDocsMode == .bySequence ? .number(Double(summary.sequence)) : .string(id)
-        return QueryRow(key: key, value: .revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted),
+        let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
+        return QueryRow(key: key, value: value,
                         documentID: id, sourceDocumentID: id, sequenceNumber: summary.sequence,
                         conflictingRevisions: conflicts, source: source)
     }

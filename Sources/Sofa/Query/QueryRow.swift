@@ -46,7 +46,8 @@ public struct QueryRow: Sendable, Equatable {
         switch storedValue {
         case .json(let v): return v
         case .revision(let box, let deleted):
-            return deleted ? ["rev": .string(box.id.description), "deleted": true] : ["rev": .string(box.id.description)]
+            let rev = JSON.string(box.id.description)
+            return deleted ? ["rev": rev, "deleted": true] : ["rev": rev]
         }
     }
 

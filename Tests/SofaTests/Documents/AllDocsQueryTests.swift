@@ -96,12 +96,14 @@ import Testing
         let db = try Self.makeDatabase(dir)
         #expect(try ids(run(db) { $0.startKey = "b"; $0.endKey = "b"; $0.prefixMatchLevel = 1 }) == ["b", "ba", "bb"])
         // Characters beyond U+FFFF after the prefix match too.
-        #expect(try ids(run(db) { $0.startKey = "c"; $0.endKey = "c"; $0.prefixMatchLevel = 1 }) == ["c", "cé", "c😀"])
+        #expect(try ids(run(db) { $0.startKey = "c"; $0.endKey = "c"; $0.prefixMatchLevel = 1 })
+                == ["c", "cé", "c😀"])
         #expect(try ids(run(db) {
             $0.startKey = "b"; $0.endKey = "b"; $0.prefixMatchLevel = 1; $0.inclusiveEnd = false
         }) == ["b", "ba", "bb"], "the extended end key is past every match")
         // Descending: the start key is the prefix.
-        #expect(try ids(run(db) { $0.descending = true; $0.startKey = "b"; $0.prefixMatchLevel = 1 }) == ["bb", "ba", "b", "a"])
+        #expect(try ids(run(db) { $0.descending = true; $0.startKey = "b"; $0.prefixMatchLevel = 1 })
+                == ["bb", "ba", "b", "a"])
         #expect(try ids(run(db) { $0.endKey = "b"; $0.prefixMatchLevel = 0 }) == ["a", "b"])
     }
 
@@ -122,7 +124,8 @@ import Testing
         #expect(ids(filtered) == ["bb", "cé"])
         #expect(filtered.totalRows == 8, "totalRows ignores ranges, filters and limits")
 
-        #expect(try ids(run(db) { $0.keys = ["c", "zz", "a", "d", "a"] }) == ["c", "a", "a"], "given order, missing skipped")
+        #expect(try ids(run(db) { $0.keys = ["c", "zz", "a", "d", "a"] }) == ["c", "a", "a"],
+                "given order, missing skipped")
         #expect(try ids(run(db) { $0.keys = ["c", "a", "d"]; $0.allDocsMode = .includeDeleted }) == ["c", "a", "d"])
         #expect(try ids(run(db) { $0.keys = ["c", "a", "b"]; $0.descending = true }) == ["b", "a", "c"])
         #expect(try ids(run(db) { $0.keys = ["c", "a", "b"]; $0.skip = 1; $0.limit = 1 }) == ["a"])

@@ -35,7 +35,8 @@ func expectSound(_ db: Database, _ context: String = "", sourceLocation: SourceL
 }
 
 /// Expects `body` to throw a ``SofaError`` with `code`.
-func expectSofaError<R>(_ code: SofaError.Code, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation,
+func expectSofaError<R>(_ code: SofaError.Code, _ context: String = "",
+                        sourceLocation: SourceLocation = #_sourceLocation,
                         _ body: () throws -> R) {
     do {
         _ = try body()

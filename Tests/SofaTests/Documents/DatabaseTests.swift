@@ -93,7 +93,9 @@ import Testing
         expectSofaError(.invalidArgument, "bad history") {
             try db.forceInsert(["a": 1], id: "f", revisionHistory: ["3-a", "1-b"])
         }
-        expectSofaError(.invalidArgument, "empty history") { try db.forceInsert(["a": 1], id: "f", revisionHistory: []) }
+        expectSofaError(.invalidArgument, "empty history") {
+            try db.forceInsert(["a": 1], id: "f", revisionHistory: [])
+        }
         expectSofaError(.invalidArgument, "negative limit") { try db.changes(limit: -1) }
         #expect(try db.document(id: "a") == db.document(id: "a") && db.document(id: "a")?.revisionID == v2.revisionID)
         #expect(db.documentCount == 2 && db.lastSequence == 3, "failed writes assign no sequence")
@@ -102,7 +104,9 @@ import Testing
 
     @Test func readOnlyAndClosedDatabases() throws {
         let dir = TemporaryDatabaseDirectory()
-        expectSofaError(.notFound, "missing read-only") { try Database(path: dir.database(), options: testOptions(readOnly: true)) }
+        expectSofaError(.notFound, "missing read-only") {
+            try Database(path: dir.database(), options: testOptions(readOnly: true))
+        }
         #expect(!FileManager.default.fileExists(atPath: dir.database()), "read-only opening creates nothing")
         let writer = try Database(path: dir.database(), options: testOptions())
         let doc = try writer.put(["a": 1], id: "a")
@@ -117,7 +121,9 @@ import Testing
         expectSofaError(.readOnly, "put") { try reader.put(["a": 2], id: "a", rev: doc.revisionID) }
         expectSofaError(.readOnly, "delete") { try reader.delete(id: "a", rev: doc.revisionID) }
         expectSofaError(.readOnly, "batch") { try reader.inBatch {} }
-        expectSofaError(.readOnly, "forceInsert") { try reader.forceInsert(["a": 1], id: "a", revisionHistory: ["1-x"]) }
+        expectSofaError(.readOnly, "forceInsert") {
+            try reader.forceInsert(["a": 1], id: "a", revisionHistory: ["1-x"])
+        }
         #expect(reader.documentCount == 1)
         expectSound(reader)
     }

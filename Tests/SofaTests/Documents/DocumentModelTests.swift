@@ -67,8 +67,8 @@ import Testing
                     let made = try db.put(body, id: id)
                     var d = doc ?? DocumentModel.Doc()
                     let parent = doc.map { model.winner($0) }
-                    #expect(DocumentModel.generation(made.revisionID) == (parent.map(DocumentModel.generation) ?? 0) + 1,
-                            "\(context)")
+                    let expectedGeneration = (parent.map(DocumentModel.generation) ?? 0) + 1
+                    #expect(DocumentModel.generation(made.revisionID) == expectedGeneration, "\(context)")
                     d.revisions[made.revisionID] = .init(parent: parent, deleted: false, body: body)
                     model.store(id, d)
                 }
@@ -101,7 +101,8 @@ import Testing
                 let rev = "\(generation)-r\(UInt32.random(in: 0...UInt32.max, using: &random))"
                 let deleted = Int.random(in: 0..<6, using: &random) == 0
                 let body = deleted ? [:] : body()
-                #expect(try db.forceInsert(body, id: id, revisionHistory: [rev] + history, deleted: deleted), "\(context)")
+                let inserted = try db.forceInsert(body, id: id, revisionHistory: [rev] + history, deleted: deleted)
+                #expect(inserted, "\(context)")
                 var d = doc ?? DocumentModel.Doc()
                 d.revisions[rev] = .init(parent: history.first, deleted: deleted, body: body)
                 model.store(id, d)
@@ -164,7 +165,9 @@ import Testing
         #expect(ids(rows) == model.sortedIDs, "\(context): by-ID order")
         query.allDocsMode = .showConflicts
         let conflicts = try query.run()
-        let conflictsByID = Dictionary(uniqueKeysWithValues: conflicts.map { ($0.documentID!, $0.conflictingRevisions) })
+        let conflictsByID = Dictionary(uniqueKeysWithValues: conflicts.map {
+            ($0.documentID!, $0.conflictingRevisions)
+        })
         for row in rows {
             guard let doc = model.docs[row.documentID!] else { continue }
             let winner = model.winner(doc)
