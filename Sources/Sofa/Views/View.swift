@@ -182,6 +182,20 @@ public final class View: @unchecked Sendable {
         database.viewRegistry.remove(name)
     }
 
+    /// Checks the index file and returns every problem found (empty when sound): both trees' structure,
+    /// checksums, counts and stored reductions, and back-index ⇄ rows agreement.
+    ///
+    /// ```swift
+    /// let problems = try view.verify()
+    /// precondition(problems.isEmpty, "\(problems)")
+    /// ```
+    ///
+    /// - Throws: `.invalidArgument` when the database is closed; errors opening the file.
+    public func verify() throws -> [SofaError] {
+        guard let index = try index() else { return [] }
+        return index.verify()
+    }
+
     // MARK: - Opening the index
 
     /// The open index, checked against the registered version; nil when there is none to read (read-only
