@@ -4,20 +4,23 @@ import Glibc
 import SofaStorage
 import Synchronization
 
-/// The views a database has handed out, one ``View`` object per name.
+/// The views a database has handed out: one shared state per name.
 final class ViewRegistry: Sendable {
-    private let views = Mutex<[String: View]>([:])
+    private let views = Mutex<[String: ViewShared]>([:])
 
     func view(_ name: String, database: Database) -> View {
-        views.withLock { v in
-            if let view = v[name] { return view }
-            let view = View(name: name, database: database)
-            v[name] = view
-            return view
+        let shared = views.withLock { v in
+            if let shared = v[name] { return shared }
+            let shared = ViewShared(name: name)
+            v[name] = shared
+            return shared
         }
+        return View(shared: shared, database: database)
     }
 
-    func registered(_ name: String) -> View? { views.withLock { $0[name] } }
+    func registered(_ name: String, database: Database) -> View? {
+        views.withLock { $0[name] }.map { View(shared: $0, database: database) }
+    }
 
     var names: [String] { views.withLock { Array($0.keys) } }
 
@@ -38,7 +41,7 @@ extension Database {
     /// ```
     ///
     /// - Parameter name: the view's name: not empty, no `/`, not starting with `.`.
-    /// - Returns: the same object for every call with this name.
+    /// - Returns: a view sharing its registered functions and index with every other for this name.
     public func view(named name: String) -> View {
         precondition(Database.isValidViewName(name), "invalid view name \"\(name)\": not empty, no '/', no leading '.'")
         return viewRegistry.view(name, database: self)
@@ -51,7 +54,7 @@ extension Database {
     /// - Returns: the view, or nil.
     public func existingView(named name: String) -> View? {
         guard Database.isValidViewName(name) else { return nil }
-        if let view = viewRegistry.registered(name), view.hasMap { return view }
+        if let view = viewRegistry.registered(name, database: self), view.hasMap { return view }
         guard access(path + "/views/" + name, F_OK) == 0 else { return nil }
         let view = self.view(named: name)
         _ = try? view.index()
@@ -60,7 +63,7 @@ extension Database {
 
     /// The names of the views with an index file or registered in this process, sorted.
     public var viewNames: [String] {
-        var names = Set(viewRegistry.names.filter { viewRegistry.registered($0)?.hasMap == true })
+        var names = Set(viewRegistry.names.filter { viewRegistry.registered($0, database: self)?.hasMap == true })
         if let dir = opendir(path + "/views") {
             defer { closedir(dir) }
             while let entry = readdir(dir) {

@@ -21,25 +21,13 @@ import Synchronization
 public final class View: @unchecked Sendable {
     /// The view's name (also its index file's name).
     public let name: String
-    unowned let database: Database
+    /// The database the view indexes; a view keeps it open.
+    public let database: Database
+    let shared: ViewShared
 
-    struct State {
-        var map: MapFunction?
-        var reduce: Reduce?
-        var version: String?
-        var documentType: String?
-        var definition: ViewDefinition?
-        var index: ViewIndex?
-        /// The open index matches the registered version (or was reset to it).
-        var checked = false
-    }
-    let state = Mutex(State())
-    /// Serializes index writers: updates, resets, deletion.
-    let updateLock = Mutex(0)
-    let mapCalls = MapCallCounter()
-
-    init(name: String, database: Database) {
-        self.name = name
+    init(shared: ViewShared, database: Database) {
+        self.name = shared.name
+        self.shared = shared
         self.database = database
     }
 
@@ -78,7 +66,7 @@ public final class View: @unchecked Sendable {
     }
 
     func register(map: MapFunction?, reduce: Reduce?, version: String?, definition: ViewDefinition?) {
-        state.withLock { s in
+        shared.state.withLock { s in
             s.map = map
             s.reduce = reduce
             s.version = version
@@ -91,15 +79,15 @@ public final class View: @unchecked Sendable {
     /// Only documents whose `type` property equals this string are passed to the map function (nil: all).
     /// Set it before the first update; changing it later does not re-map documents already indexed.
     public var documentType: String? {
-        get { state.withLock { $0.documentType } }
-        set { state.withLock { $0.documentType = newValue } }
+        get { shared.state.withLock { $0.documentType } }
+        set { shared.state.withLock { $0.documentType = newValue } }
     }
 
     /// True when a map function is registered (or the view is declarative).
-    public var hasMap: Bool { state.withLock { $0.map != nil } }
+    public var hasMap: Bool { shared.state.withLock { $0.map != nil } }
 
     /// The view's reduce, nil for none.
-    public var reduce: Reduce? { state.withLock { $0.reduce } }
+    public var reduce: Reduce? { shared.state.withLock { $0.reduce } }
 
     /// The total of the numbers among `values` (others count as 0): what a sum reduce and a count rereduce do.
     ///
@@ -141,16 +129,16 @@ public final class View: @unchecked Sendable {
             throw SofaError(.readOnly, "the database was opened read-only; its views cannot be updated",
                             path: database.path)
         }
-        try updateLock.withLock { _ in
+        try shared.updateLock.withLock { _ in
             let index = try openChecked()!
-            let (map, documentType, header) = try state.withLock { s in
+            let (map, documentType, header) = try shared.state.withLock { s in
                 guard let map = s.map else {
                     throw SofaError(.invalidArgument, "view \"\(name)\" has no map function; call setMap first")
                 }
                 return (map, s.documentType, try index.header)
             }
             let snapshot = try database.documents.committedSnapshot()
-            try index.update(to: snapshot, mapper: Mapper(map: map, documentType: documentType, calls: mapCalls),
+            try index.update(to: snapshot, mapper: Mapper(map: map, documentType: documentType, calls: shared.mapCalls),
                              header: header)
         }
     }
@@ -160,8 +148,8 @@ public final class View: @unchecked Sendable {
     /// - Throws: ``SofaError`` — `.readOnly`; `.ioError` when the file cannot be removed.
     public func deleteIndex() throws {
         if database.options.readOnly { throw SofaError(.readOnly, "the database was opened read-only") }
-        try updateLock.withLock { _ in
-            let index = state.withLock { s -> ViewIndex? in
+        try shared.updateLock.withLock { _ in
+            let index = shared.state.withLock { s -> ViewIndex? in
                 defer {
                     s.index = nil
                     s.checked = false
@@ -201,8 +189,8 @@ public final class View: @unchecked Sendable {
     /// The open index, checked against the registered version; nil when there is none to read (read-only
     /// database without the file).
     func index() throws -> ViewIndex? {
-        if let index = state.withLock({ $0.checked ? $0.index : nil }) { return index }
-        return try updateLock.withLock { _ in try openChecked() }
+        if let index = shared.state.withLock({ $0.checked ? $0.index : nil }) { return index }
+        return try shared.updateLock.withLock { _ in try openChecked() }
     }
 
     /// Opens the index and resets it when the registered version, reduce or definition differ from the
@@ -210,7 +198,7 @@ public final class View: @unchecked Sendable {
     private func openChecked() throws -> ViewIndex? {
         try database.checkOpen()
         let readOnly = database.options.readOnly
-        var (index, reduce, version, definition) = state.withLock { ($0.index, $0.reduce, $0.version, $0.definition) }
+        var (index, reduce, version, definition) = shared.state.withLock { ($0.index, $0.reduce, $0.version, $0.definition) }
         if index == nil {
             if readOnly && access(indexPath, F_OK) != 0 { return nil }
             if !readOnly { try database.makeViewsDirectory() }
@@ -250,12 +238,36 @@ public final class View: @unchecked Sendable {
             try index!.resort(header: header)
         }
         let result = index
-        state.withLock { s in
+        shared.state.withLock { s in
             s.index = result
             s.checked = true
         }
         return result
     }
+}
+
+/// What every ``View`` object of one name in one database shares: the registered functions, the open index
+/// and the writer lock. The database's registry holds it, so a view registered once stays registered; it does
+/// not point back at the database, so the registry makes no reference cycle.
+final class ViewShared: @unchecked Sendable {
+    let name: String
+
+    struct State {
+        var map: MapFunction?
+        var reduce: Reduce?
+        var version: String?
+        var documentType: String?
+        var definition: ViewDefinition?
+        var index: ViewIndex?
+        /// The open index matches the registered version (or was reset to it).
+        var checked = false
+    }
+    let state = Mutex(State())
+    /// Serializes index writers: updates, resets, deletion.
+    let updateLock = Mutex(0)
+    let mapCalls = MapCallCounter()
+
+    init(name: String) { self.name = name }
 
     /// Closes the index file (the database is closing).
     func close() {
