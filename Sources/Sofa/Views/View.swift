@@ -210,13 +210,10 @@ public final class View: @unchecked Sendable {
             if version == nil, let stored = try ViewDefinition(stored: opened.header.definition) {
                 register(map: stored.map, reduce: stored.reduce, version: stored.version, definition: stored)
                 (reduce, version, definition) = (stored.reduce, stored.version, stored)
-                if opened.reduce?.kind != stored.reduce?.kind {
-                    try opened.close()
-                    index = try ViewIndex(path: indexPath, options: storage, reduce: stored.reduce)
-                }
             }
         }
         var header = try index!.header
+        if let reduce { index!.reduce = reduce }
         if let version, !readOnly {
             let wanted = (version, reduce?.kind ?? 0, definition?.encoded() ?? [])
             if header.mapVersion != wanted.0 || header.reduceKind != wanted.1 || header.definition != wanted.2 {

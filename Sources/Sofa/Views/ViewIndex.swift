@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SofaStorage
+import Synchronization
 
 /// What a view index's commit metadata records (FORMAT-views.md, "Header").
 struct ViewHeader: Equatable, Sendable {
@@ -79,9 +80,18 @@ final class ViewIndex: @unchecked Sendable {
 
     let storage: StorageFile
     var path: String { storage.path }
-    let rowsConfiguration: BTreeConfiguration
     let backConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
-    let reduce: Reduce?
+    /// The reduce the stored reductions are made with; replaced when a view registers its functions again.
+    private let currentReduce: Mutex<Reduce?>
+
+    var reduce: Reduce? {
+        get { currentReduce.withLock { $0 } }
+        set { currentReduce.withLock { $0 = newValue } }
+    }
+
+    var rowsConfiguration: BTreeConfiguration {
+        BTreeConfiguration(nodeSize: 4096, compress: true, reducer: reduce.map { ViewReducer(reduce: $0) })
+    }
 
     /// Opens (or creates) the index at `path`, whose stored reductions are `reduce`'s — or, when `reduce` is
     /// nil, the built-in (or declarative) reduce the header names.
@@ -90,10 +100,7 @@ final class ViewIndex: @unchecked Sendable {
         options.fileKind = ViewIndex.fileKind
         storage = try StorageFile(path: path, options: options)
         let header = try ViewHeader(decoding: storage.latestCommit, path: path)
-        let chosen = reduce ?? Reduce.builtIn(kind: header.reduceKind)
-        self.reduce = chosen
-        rowsConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true,
-                                               reducer: chosen.map { ViewReducer(reduce: $0) })
+        currentReduce = Mutex(reduce ?? Reduce.builtIn(kind: header.reduceKind))
     }
 
     /// The newest commit's header.
