@@ -147,8 +147,7 @@ extension Query {
                     try close(previous)
                     if !more { return false }
                 }
-                let first = try g.firstValue.withUnsafeBytes { try RowValue($0) }.key
-                let key: JSON = if case .array(let items) = first { .array(Array(items.prefix(level))) } else { first }
+                let key = try g.firstValue.withUnsafeBytes { try RowValue.groupKey($0, items: level) }
                 pending = Group(prefix: prefix, key: key, count: g.reduction.rowCount, parts: [g.reduction.value])
                 return true
             }

@@ -31,11 +31,16 @@ final class ExternalSorter {
     var count: Int { entries.count }
 
     /// Adds a pair.
-    func add(key: [UInt8], value: [UInt8]) throws {
+    func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         entries.append((arena.count, Int32(key.count), Int32(value.count)))
         arena.append(contentsOf: key)
         arena.append(contentsOf: value)
         if arena.count + entries.count * 16 >= budget { try spill() }
+    }
+
+    /// Adds a pair from arrays.
+    func add(key: [UInt8], value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try add(key: k, value: v) } }
     }
 
     private func sortEntries() {
@@ -165,9 +170,15 @@ private struct RunReader {
     mutating func read(_ n: Int) throws -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(n)
-        for _ in 0..<n {
-            guard let b = try byte() else { throw SofaError(.ioError, "a sort run ends inside a pair") }
-            out.append(b)
+        while out.count < n {
+            if position == filled {
+                filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+                position = 0
+                if filled == 0 { throw SofaError(.ioError, "a sort run ends inside a pair") }
+            }
+            let take = min(n - out.count, filled - position)
+            out.append(contentsOf: buffer[position..<(position + take)])
+            position += take
         }
         return out
     }

@@ -89,16 +89,27 @@ struct RowValue {
     var key: JSON
 
     static func encode(keyLength: Int, sequence: UInt64, key: JSON, value: JSON?) -> [UInt8] {
-        var packedValue: [UInt8] = []
-        PackedJSON.append(value, to: &packedValue)
         var out: [UInt8] = []
-        out.reserveCapacity(packedValue.count + 24)
+        append(keyLength: keyLength, sequence: sequence, key: key, value: value, to: &out)
+        return out
+    }
+
+    static func append(keyLength: Int, sequence: UInt64, key: JSON, value: JSON?, to out: inout [UInt8]) {
         out.appendVarint(UInt64(keyLength))
         out.appendVarint(sequence)
-        out.appendVarint(UInt64(packedValue.count))
-        out.append(contentsOf: packedValue)
+        // The value's length goes in front of it: write it into a 1-byte slot and widen only when needed.
+        let lengthAt = out.count
+        out.append(0)
+        PackedJSON.append(value, to: &out)
+        let length = out.count - lengthAt - 1
+        if length < 0x80 {
+            out[lengthAt] = UInt8(length)
+        } else {
+            var prefix: [UInt8] = []
+            prefix.appendVarint(UInt64(length))
+            out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
+        }
         PackedJSON.append(key, to: &out)
-        return out
     }
 
     init(_ bytes: UnsafeRawBufferPointer) throws {
@@ -110,6 +121,24 @@ struct RowValue {
         value = try PackedJSON.decode(valueBytes)
         let keyBytes = try r.readSlice(r.remaining)
         key = try PackedJSON.decode(keyBytes) ?? .null
+    }
+
+    /// The emitted key alone, cut to its first `items` items when it is an array (a grouped row's key),
+    /// without decoding the value or the other items.
+    static func groupKey(_ bytes: UnsafeRawBufferPointer, items: Int) throws -> JSON {
+        var r = ByteReader(bytes, fileOffset: 0, path: "view row")
+        _ = try r.readVarint()
+        _ = try r.readVarint()
+        _ = try r.readSlice(try r.readLength(limit: r.remaining))
+        let keyStart = r.position
+        guard try r.readByte() == PackedJSON.array else {
+            return try PackedJSON.decode(UnsafeRawBufferPointer(rebasing: bytes[keyStart...])) ?? .null
+        }
+        let count = try r.readLength(limit: r.remaining)
+        var out: [JSON] = []
+        out.reserveCapacity(min(count, items))
+        for _ in 0..<min(count, items) { out.append(try PackedJSON.read(&r, depth: 1) ?? .null) }
+        return .array(out)
     }
 
     /// The collation-key length alone.

@@ -15,23 +15,26 @@ struct Mapper: Sendable {
     /// Counts map calls (tests check that an update maps only changed documents).
     let calls: MapCallCounter?
 
-    /// Runs the map on one document's winning revision.
-    func rows(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot) throws -> MappedDocument {
-        var mapped = MappedDocument(id: id)
+    /// Runs the map on one document's winning revision and appends its rows to `out`.
+    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
+        let firstRow = out.rows.count
+        defer { out.documents.append((id, firstRow..<out.rows.count, out.pendingBack)) }
+        out.pendingBack = []
         let winner = record.tree.winner
-        guard !winner.deleted else { return mapped }
+        guard !winner.deleted else { return }
         let idString = String(decoding: id, as: UTF8.self)
-        guard let document = try snapshot.document(id: idString, record: record, revision: nil) else { return mapped }
-        if let documentType, document.userProperties["type"] != .string(documentType) { return mapped }
+        guard let document = try snapshot.document(id: idString, record: record, revision: nil) else { return }
+        if let documentType, document.userProperties["type"] != .string(documentType) { return }
         var emitted: [(JSON, JSON?)] = []
         calls?.count.add(1, ordering: .relaxed)
         map(document.properties) { key, value in emitted.append((key, value)) }
-        mapped.keys.reserveCapacity(emitted.count)
-        mapped.rows.reserveCapacity(emitted.count)
+        guard !emitted.isEmpty else { return }
+        var back: [UInt8] = []
+        back.appendVarint(UInt64(emitted.count))
         for (index, (key, value)) in emitted.enumerated() {
-            var keyBytes: [UInt8] = []
+            let start = out.arena.count
             do {
-                try CollationKey.encode(key, into: &keyBytes)
+                try CollationKey.encode(key, into: &out.arena)
             } catch let error as SofaError {
                 throw SofaError(error.code, "document \"\(idString)\" emitted a key that cannot be indexed: "
                                 + error.message)
@@ -40,11 +43,35 @@ struct Mapper: Sendable {
                 throw SofaError(.invalidValue, "document \"\(idString)\" emitted a value holding NaN or infinity, "
                                 + "which JSON cannot express")
             }
-            mapped.rows.append((RowKey.make(key: keyBytes, id: id, index: index),
-                                RowValue.encode(keyLength: keyBytes.count, sequence: record.sequence, key: key, value: value)))
-            mapped.keys.append(keyBytes)
+            let keyLength = out.arena.count - start
+            back.appendVarint(UInt64(keyLength))
+            back.append(contentsOf: out.arena[start...])
+            RowKey.appendID(id, to: &out.arena)
+            out.arena.appendVarint(UInt64(index))
+            let valueStart = out.arena.count
+            RowValue.append(keyLength: keyLength, sequence: record.sequence, key: key, value: value, to: &out.arena)
+            out.rows.append((start, valueStart - start, out.arena.count - valueStart))
         }
-        return mapped
+        out.pendingBack = back
+    }
+}
+
+/// The rows a run of documents produced, in one arena: each row's key and value back to back, and per
+/// document its rows and its encoded back-index entry (empty when it emitted nothing).
+struct MappedChunk {
+    var arena: [UInt8] = []
+    var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
+    var documents: [(id: [UInt8], rows: Range<Int>, back: [UInt8])] = []
+    var pendingBack: [UInt8] = []
+
+    /// Calls `body` with row `i`'s key and value.
+    func withRow<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let row = rows[i]
+        return try arena.withUnsafeBytes { a in
+            let k = row.start, v = row.start + row.keyLength
+            return try body(UnsafeRawBufferPointer(rebasing: a[k..<v]),
+                            UnsafeRawBufferPointer(rebasing: a[v..<(v + row.valueLength)]))
+        }
     }
 }
 
@@ -53,16 +80,20 @@ final class MapCallCounter: Sendable {
     let count = Atomic<Int>(0)
 }
 
-/// The rows one document produced: its emitted collation keys (for the back-index) and full rows.
-struct MappedDocument {
-    var id: [UInt8]
-    var keys: [[UInt8]] = []
-    var rows: [(key: [UInt8], value: [UInt8])] = []
+/// A batch being mapped in the background while the previous one is written.
+final class PendingBatch: @unchecked Sendable {
+    let group = DispatchGroup()
+    var result: Result<[MappedChunk], any Error> = .success([])
+
+    func wait() throws -> [MappedChunk] {
+        group.wait()
+        return try result.get()
+    }
 }
 
 extension ViewIndex {
     /// Documents mapped per batch: bounds the rows held in memory during an update.
-    static let batchSize = 4096
+    static let batchSize = 8192
 
     /// Brings the index up to `snapshot`: a bulk build when the index is empty, else the changed documents
     /// only. Commits once at the end, so a failure leaves the previous commit as it was.
@@ -86,33 +117,42 @@ extension ViewIndex {
         }
     }
 
-    /// Maps `batch` (doc IDs, with their by-ID entries when the caller has them) on every core.
-    private func map(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
-                     mapper: Mapper) throws -> [MappedDocument] {
-        let chunk = 32
-        let chunks = (batch.count + chunk - 1) / chunk
-        var results = [Result<MappedDocument, any Error>](repeating: .success(MappedDocument(id: [])),
-                                                          count: batch.count)
-        results.withUnsafeMutableBufferPointer { out in
-            let out = UnsafeSendableBuffer(out)
-            // Each iteration writes only its own slots of `out`.
-            DispatchQueue.concurrentPerform(iterations: chunks) { c in
-                for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
-                    out.buffer[i] = Result {
-                        let (id, entry) = batch[i]
-                        let record: DocumentRecord?
-                        if let entry {
-                            record = try entry.withUnsafeBytes { try DocumentRecord(decoding: $0, path: snapshot.path) }
-                        } else {
-                            record = try snapshot.record(id)
+    /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
+    /// the background, so the caller can write the previous batch meanwhile.
+    private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
+                              mapper: Mapper) -> PendingBatch {
+        let pending = PendingBatch()
+        DispatchQueue.global().async(group: pending.group) {
+            let chunk = 64
+            let chunks = (batch.count + chunk - 1) / chunk
+            var results = [Result<MappedChunk, any Error>](repeating: .success(MappedChunk()), count: chunks)
+            results.withUnsafeMutableBufferPointer { out in
+                let out = UnsafeSendableBuffer(out)
+                // Each iteration writes only its own slot of `out`.
+                DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                    out.buffer[c] = Result {
+                        var mapped = MappedChunk()
+                        for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
+                            let (id, entry) = batch[i]
+                            let record: DocumentRecord?
+                            if let entry {
+                                record = try entry.withUnsafeBytes { try DocumentRecord(decoding: $0, path: snapshot.path) }
+                            } else {
+                                record = try snapshot.record(id)
+                            }
+                            if let record {
+                                try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
+                            } else {
+                                mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
+                            }
                         }
-                        guard let record else { return MappedDocument(id: id) }
-                        return try mapper.rows(id: id, record: record, snapshot: snapshot)
+                        return mapped
                     }
                 }
             }
+            pending.result = Result { try results.map { try $0.get() } }
         }
-        return try results.map { try $0.get() }
+        return pending
     }
 
     /// First build: every live document in ID order; the back-index is bulk-loaded as it comes (ID order is
@@ -123,14 +163,22 @@ extension ViewIndex {
         var batch: [(id: [UInt8], entry: [UInt8]?)] = []
         batch.reserveCapacity(ViewIndex.batchSize)
         var documents = 0
-        func flush() throws {
-            for doc in try map(batch, snapshot: snapshot, mapper: mapper) {
-                for row in doc.rows { try sorter.add(key: row.key, value: row.value) }
-                if !doc.keys.isEmpty { try backBuilder.add(key: doc.id, value: BackIndexEntry.encode(doc.keys)) }
+        var inFlight: PendingBatch?
+        func write(_ pending: PendingBatch) throws {
+            for chunk in try pending.wait() {
+                for i in chunk.rows.indices { try chunk.withRow(i) { k, v in try sorter.add(key: k, value: v) } }
+                for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
             }
+        }
+        func flush() throws {
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
+            // Write the previous batch while this one maps.
+            if let previous = inFlight { try write(previous) }
+            inFlight = next
         }
+        defer { _ = try? inFlight?.wait() }
         try snapshot.byID.forEach { id, entry in
             // Deleted documents emit nothing; their summary byte says so without decoding the record.
             if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
@@ -139,6 +187,8 @@ extension ViewIndex {
             return true
         }
         try flush()
+        if let last = inFlight { try write(last) }
+        inFlight = nil
         let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
         try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
         try commit(rows: try rowsBuilder.finish(), backIndex: try backBuilder.finish(), header: header)
@@ -153,24 +203,32 @@ extension ViewIndex {
         var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration)
         var batch: [(id: [UInt8], entry: [UInt8]?)] = []
         var documents = 0
-        func flush() throws {
-            let mapped = try map(batch, snapshot: snapshot, mapper: mapper)
+        var inFlight: PendingBatch?
+        func write(_ pending: PendingBatch) throws {
             var rowActions: [BTreeAction] = []
             var backActions: [BTreeAction] = []
-            for doc in mapped {
-                if let old = try back.get(doc.id) {
-                    for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
-                        rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
+            for chunk in try pending.wait() {
+                for doc in chunk.documents {
+                    if let old = try back.get(doc.id) {
+                        for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
+                            rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
+                        }
                     }
+                    for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
+                    backActions.append(doc.back.isEmpty ? .remove(doc.id) : .put(doc.id, doc.back))
                 }
-                for row in doc.rows { rowActions.append(.put(row.key, row.value)) }
-                backActions.append(doc.keys.isEmpty ? .remove(doc.id) : .put(doc.id, BackIndexEntry.encode(doc.keys)))
             }
             rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
+        }
+        func flush() throws {
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
+            if let previous = inFlight { try write(previous) }
+            inFlight = next
         }
+        defer { _ = try? inFlight?.wait() }
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
         try snapshot.bySequence.forEach(in: range) { _, id in
             batch.append((Array(id), nil))
@@ -178,6 +236,8 @@ extension ViewIndex {
             return true
         }
         try flush()
+        if let last = inFlight { try write(last) }
+        inFlight = nil
         try commit(rows: rows, backIndex: back, header: header)
         return documents
     }
