@@ -94,6 +94,9 @@ final class PendingBatch: @unchecked Sendable {
 extension ViewIndex {
     /// Documents mapped per batch: bounds the rows held in memory during an update.
     static let batchSize = 8192
+    /// Bytes of rows a first build sorts in memory before spilling a sorted run to disk (tests lower it to
+    /// exercise the merge).
+    static let sortBudget = Atomic<Int>(64 << 20)
 
     /// Brings the index up to `snapshot`: a bulk build when the index is empty, else the changed documents
     /// only. Commits once at the end, so a failure leaves the previous commit as it was.
@@ -158,7 +161,8 @@ extension ViewIndex {
     /// First build: every live document in ID order; the back-index is bulk-loaded as it comes (ID order is
     /// its order), the rows go through an external sort and are bulk-loaded at the end.
     private func build(from snapshot: DocumentSnapshot, mapper: Mapper, header: ViewHeader) throws -> Int {
-        let sorter = ExternalSorter(directory: StorageFile.directoryName(of: path))
+        let sorter = ExternalSorter(directory: StorageFile.directoryName(of: path),
+                                    budget: ViewIndex.sortBudget.load(ordering: .relaxed))
         let backBuilder = TreeBuilder(file: storage, configuration: backConfiguration)
         var batch: [(id: [UInt8], entry: [UInt8]?)] = []
         batch.reserveCapacity(ViewIndex.batchSize)

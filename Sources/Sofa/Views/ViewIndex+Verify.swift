@@ -51,8 +51,9 @@ extension ViewIndex {
         do {
             let current = try snapshot()
             let directory = StorageFile.directoryName(of: path)
-            let rowSorter = ExternalSorter(directory: directory)
-            let backSorter = ExternalSorter(directory: directory)
+            let budget = ViewIndex.sortBudget.load(ordering: .relaxed)
+            let rowSorter = ExternalSorter(directory: directory, budget: budget)
+            let backSorter = ExternalSorter(directory: directory, budget: budget)
             try current.rows.forEach { rowKey, value in
                 let row = try RowValue(value)
                 let (id, index) = try RowKey.parse(rowKey, keyLength: row.keyLength)

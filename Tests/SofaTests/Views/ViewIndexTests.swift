@@ -208,3 +208,38 @@ import Testing
         #expect(db.viewNames.isEmpty && db.existingView(named: "d") == nil)
     }
 }
+
+/// The external sort of first builds, forced to spill many runs, gives the same index as an in-memory sort.
+@Suite(.serialized) struct ExternalSortTests {
+    @Test func spilledBuildEqualsInMemoryBuild() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        var rng = SeededRandom(seed: 42)
+        try db.inBatch {
+            for i in 0..<3000 {
+                try db.put(["k": .string(String(UInt32.random(in: 0...9999, using: &rng))), "v": .number(Double(i))],
+                           id: "doc\(i)")
+            }
+        }
+        let map: MapFunction = { doc, emit in
+            emit(doc["k"] ?? nil, doc["v"])
+            emit([doc["k"] ?? nil, doc["v"] ?? nil], nil)
+        }
+        let memory = db.view(named: "memory")
+        memory.setMapReduce(version: "1", map: map, reduce: .count)
+        try memory.updateIndex()
+        let spilled = db.view(named: "spilled")
+        spilled.setMapReduce(version: "1", map: map, reduce: .count)
+        let saved = ViewIndex.sortBudget.exchange(16 << 10, ordering: .relaxed)
+        defer { ViewIndex.sortBudget.store(saved, ordering: .relaxed) }
+        try spilled.updateIndex()
+        let a = try run(memory) { $0.mapOnly = true }, b = try run(spilled) { $0.mapOnly = true }
+        #expect(a.count == 6000 && a == b)
+        #expect(try run(memory) { $0.groupLevel = 1 } == run(spilled) { $0.groupLevel = 1 })
+        // No run file is left behind.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.database() + "/views")
+        #expect(leftovers.sorted() == ["memory", "spilled"])
+        expectSound(memory)
+        expectSound(spilled)
+    }
+}
