@@ -150,7 +150,8 @@ public final class LiveQuery: @unchecked Sendable {
             state.withLock { $0.error = error as? SofaError ?? SofaError(.invalidArgument, "\(error)") }
             return
         }
-        let deliver = state.withLock { s -> ([@Sendable (QueryEnumerator) -> Void], [AsyncStream<QueryEnumerator>.Continuation])? in
+        typealias Delivery = ([@Sendable (QueryEnumerator) -> Void], [AsyncStream<QueryEnumerator>.Continuation])
+        let deliver = state.withLock { s -> Delivery? in
             s.error = nil
             if let rows = s.rows, rows == result { return nil }
             s.rows = result

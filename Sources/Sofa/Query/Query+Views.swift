@@ -98,7 +98,8 @@ extension Query {
     }
 
     /// Calls `body` with buffers over every array.
-    private static func withPointers<R>(_ arrays: [[UInt8]], _ body: ([UnsafeRawBufferPointer]) throws -> R) rethrows -> R {
+    private static func withPointers<R>(_ arrays: [[UInt8]],
+                                        _ body: ([UnsafeRawBufferPointer]) throws -> R) rethrows -> R {
         var pointers: [UnsafeRawBufferPointer] = []
         func step(_ i: Int) throws -> R {
             if i == arrays.count { return try body(pointers) }
@@ -136,7 +137,10 @@ extension Query {
             if streaming { more = collector.offer(row) } else { groups.append(row) }
         }
         for range in ranges where more {
-            try rows.reduceGroups(in: range, groupPrefix: { try CollationKey.groupPrefixLength($0, level: level) }) { g in
+            let groupPrefix = { (key: UnsafeRawBufferPointer) throws -> Int in
+                try CollationKey.groupPrefixLength(key, level: level)
+            }
+            try rows.reduceGroups(in: range, groupPrefix: groupPrefix) { g in
                 let prefix = Array(g.firstKey[..<(try CollationKey.groupPrefixLength(g.firstKey, level: level))])
                 if pending?.prefix == prefix {
                     pending!.count += g.reduction.rowCount
@@ -187,7 +191,7 @@ extension Query {
     /// starts with FF, so `key ‖ FF` lies above every row of `key`; `key ‖ ID ‖ 00` below the rows of ID;
     /// `key ‖ ID ‖ 01` above them and below every longer ID.
     static func lowerBound(_ key: [UInt8], _ docID: String?, _ inclusive: Bool) -> KeyBound {
-        guard let docID else { return inclusive ? KeyBound(key, inclusive: true) : KeyBound(key + [0xFF], inclusive: true) }
+        guard let docID else { return KeyBound(inclusive ? key : key + [0xFF], inclusive: true) }
         var bytes = key
         RowKey.appendID(Array(docID.utf8), to: &bytes)
         if !inclusive { bytes[bytes.count - 1] = 0x01 }
@@ -196,7 +200,7 @@ extension Query {
 
     /// The high end at (`key`, `docID`); see ``lowerBound(_:_:_:)``.
     static func upperBound(_ key: [UInt8], _ docID: String?, _ inclusive: Bool) -> KeyBound {
-        guard let docID else { return inclusive ? KeyBound(key + [0xFF], inclusive: false) : KeyBound(key, inclusive: false) }
+        guard let docID else { return KeyBound(inclusive ? key + [0xFF] : key, inclusive: false) }
         var bytes = key
         RowKey.appendID(Array(docID.utf8), to: &bytes)
         if inclusive { bytes[bytes.count - 1] = 0x01 }

@@ -9,7 +9,8 @@ import SofaStorage
 ///
 ///     0x00 absent (a value only: `emit(key, nil)`)      0x04 number: 8 bytes, IEEE-754 double, little-endian
 ///     0x01 null   0x02 false   0x03 true                0x05 string: varint length, UTF-8
-///     0x06 array: varint count, items                   0x07 object: varint count, (varint length, UTF-8 name, value)…
+///     0x06 array: varint count, items
+///     0x07 object: varint count, then per member: varint length, UTF-8 name, value
 enum PackedJSON {
     static let absent: UInt8 = 0x00
     static let null: UInt8 = 0x01

@@ -198,7 +198,9 @@ public final class View: @unchecked Sendable {
     private func openChecked() throws -> ViewIndex? {
         try database.checkOpen()
         let readOnly = database.options.readOnly
-        var (index, reduce, version, definition) = shared.state.withLock { ($0.index, $0.reduce, $0.version, $0.definition) }
+        var (index, reduce, version, definition) = shared.state.withLock { s in
+            (s.index, s.reduce, s.version, s.definition)
+        }
         if index == nil {
             if readOnly && access(indexPath, F_OK) != 0 { return nil }
             if !readOnly { try database.makeViewsDirectory() }

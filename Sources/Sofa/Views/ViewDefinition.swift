@@ -91,7 +91,8 @@ public struct ViewDefinition: Sendable, Equatable {
                 guard let item = ViewDefinition.value(at: path, in: doc) else { return }
                 items.append(item)
             }
-            emit(items.count == 1 ? items[0] : .array(items), valuePath.flatMap { ViewDefinition.value(at: $0, in: doc) })
+            let value = valuePath.flatMap { ViewDefinition.value(at: $0, in: doc) }
+            emit(items.count == 1 ? items[0] : .array(items), value)
         }
     }
 }

@@ -139,7 +139,9 @@ extension ViewIndex {
                             let (id, entry) = batch[i]
                             let record: DocumentRecord?
                             if let entry {
-                                record = try entry.withUnsafeBytes { try DocumentRecord(decoding: $0, path: snapshot.path) }
+                                record = try entry.withUnsafeBytes {
+                                    try DocumentRecord(decoding: $0, path: snapshot.path)
+                                }
                             } else {
                                 record = try snapshot.record(id)
                             }
@@ -181,6 +183,7 @@ extension ViewIndex {
             // Write the previous batch while this one maps.
             if let previous = inFlight { try write(previous) }
             inFlight = next
+            if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
         }
         defer { _ = try? inFlight?.wait() }
         try snapshot.byID.forEach { id, entry in
@@ -231,6 +234,7 @@ extension ViewIndex {
             batch.removeAll(keepingCapacity: true)
             if let previous = inFlight { try write(previous) }
             inFlight = next
+            if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
         }
         defer { _ = try? inFlight?.wait() }
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
@@ -244,6 +248,13 @@ extension ViewIndex {
         inFlight = nil
         try commit(rows: rows, backIndex: back, header: header)
         return documents
+    }
+
+    /// Keeps a long update's resident set bounded: pages of the document and index files it has read so far
+    /// stay in the page cache but leave this process's RSS.
+    private func releasePages(_ snapshot: DocumentSnapshot) {
+        snapshot.storage.releaseResidentPages()
+        storage.releaseResidentPages()
     }
 
     /// Actions sorted by key; of several for one key (a row removed and emitted again) the last wins.

@@ -59,7 +59,8 @@ extension ViewIndex {
                 let (id, index) = try RowKey.parse(rowKey, keyLength: row.keyLength)
                 let key = try CollationKey(row.key).bytes
                 try rowSorter.add(key: RowKey.make(key: key, id: id, index: index),
-                                  value: RowValue.encode(keyLength: key.count, sequence: row.sequence, key: row.key, value: row.value))
+                                  value: RowValue.encode(keyLength: key.count, sequence: row.sequence,
+                                                         key: row.key, value: row.value))
                 var order: [UInt8] = []
                 RowKey.appendID(id, to: &order)
                 order.appendBigEndian(UInt64(index))
@@ -80,7 +81,9 @@ extension ViewIndex {
                 id = docID
                 keys.append(Array(key))
             }
-            if let previous = id { try back.add(key: try RowKey.unescape(previous), value: BackIndexEntry.encode(keys)) }
+            if let previous = id {
+                try back.add(key: try RowKey.unescape(previous), value: BackIndexEntry.encode(keys))
+            }
             var newHeader = header
             newHeader.collatorVersion = CollationKey.collatorVersion
             try commit(rows: try rows.finish(), backIndex: try back.finish(), header: newHeader)

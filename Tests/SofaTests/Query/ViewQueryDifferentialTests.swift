@@ -15,7 +15,8 @@ import Testing
     }
 
     static func randomDocument(_ rng: inout SeededRandom, ids: Int) -> JSON {
-        var doc: JSON = ["k": randomKey(&rng), "k2": randomKey(&rng), "v": .number(Double(Int.random(in: -5...100, using: &rng))),
+        var doc: JSON = ["k": randomKey(&rng), "k2": randomKey(&rng),
+                         "v": .number(Double(Int.random(in: -5...100, using: &rng))),
                          "n": .number(Double(Int.random(in: 0...3, using: &rng)))]
         if Int.random(in: 0..<8, using: &rng) == 0 { doc["link"] = .string("d\(Int.random(in: 0..<ids, using: &rng))") }
         if Int.random(in: 0..<8, using: &rng) == 0 { doc["v"] = "not a number" }
@@ -112,10 +113,13 @@ import Testing
                         }
                         var filtered = q.postFilter.map { f in rows.filter(f) } ?? rows
                         filtered = Query.sorted(filtered, by: q.sortDescriptors)
-                        expected = filtered.map { ($0.key, $0.value, $0.documentID, $0.sourceDocumentID, $0.sequenceNumber) }
+                        expected = filtered.map {
+                            ($0.key, $0.value, $0.documentID, $0.sourceDocumentID, $0.sequenceNumber)
+                        }
                     }
                     let start = min(q.skip, expected.count)
-                    let page = Array(expected[start..<(q.limit.map { min(expected.count, start + $0) } ?? expected.count)])
+                    let end = q.limit.map { min(expected.count, start + $0) } ?? expected.count
+                    let page = Array(expected[start..<end])
                     let context = "\(rng.replayHint) round \(round) view \(view.name) query \(i)"
                     #expect(got.count == page.count, "\(context): \(got.count) rows, model \(page.count)")
                     compared += got.count

@@ -79,10 +79,12 @@ struct ViewQueryModel {
                 if q.descending { start = start.map { Self.prefixMatch($0, q.prefixMatchLevel) } }
                 else { end = end.map { Self.prefixMatch($0, q.prefixMatchLevel) } }
             }
-            let (low, lowID, lowIn) = q.descending ? (end, q.endKeyDocID, q.inclusiveEnd) : (start, q.startKeyDocID, q.inclusiveStart)
-            let (high, highID, highIn) = q.descending ? (start, q.startKeyDocID, q.inclusiveStart) : (end, q.endKeyDocID, q.inclusiveEnd)
+            let startBound = (start, q.startKeyDocID, q.inclusiveStart), endBound = (end, q.endKeyDocID, q.inclusiveEnd)
+            let (low, lowID, lowIn) = q.descending ? endBound : startBound
+            let (high, highID, highIn) = q.descending ? startBound : endBound
             rows = rows.filter { r in
-                (low.map { Self.aboveLow(r, $0, lowID, lowIn) } ?? true) && (high.map { Self.belowHigh(r, $0, highID, highIn) } ?? true)
+                (low.map { Self.aboveLow(r, $0, lowID, lowIn) } ?? true)
+                    && (high.map { Self.belowHigh(r, $0, highID, highIn) } ?? true)
             }
         }
         var out: [(key: JSON, value: JSON?, id: String?, source: String?, sequence: UInt64)] = []

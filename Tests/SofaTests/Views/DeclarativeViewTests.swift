@@ -9,10 +9,12 @@ import Testing
         var db = try Database(path: dir.database(), options: testOptions())
         try db.inBatch {
             for i in 0..<30 {
-                try db.put(["type": "track", "genre": .string(i % 2 == 0 ? "Rock" : "Jazz"), "artist": .string("A\(i % 3)"),
+                try db.put(["type": "track", "genre": .string(i % 2 == 0 ? "Rock" : "Jazz"),
+                            "artist": .string("A\(i % 3)"),
                             "album": ["title": .string("Album \(i % 5)")], "duration": .number(Double(i))], id: "t\(i)")
             }
-            try db.put(["type": "note", "genre": "Rock", "artist": "X", "album": ["title": "Y"], "duration": 1000], id: "n")
+            try db.put(["type": "note", "genre": "Rock", "artist": "X", "album": ["title": "Y"], "duration": 1000],
+                       id: "n")
             try db.put(["type": "track", "genre": "Rock"], id: "incomplete")
         }
         let view = try db.defineView(named: "byHierarchy", keyPaths: ["genre", "artist", "album.title"],

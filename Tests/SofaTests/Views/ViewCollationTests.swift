@@ -67,7 +67,9 @@ import Testing
         #expect(try run(view) { $0.startKey = "b"; $0.inclusiveStart = false }.first?.key == "B")
         #expect(try run(view) { $0.startKey = "b"; $0.startKeyDocID = "11" }.first?.key == "B")
         #expect(try run(view) { $0.startKey = "b"; $0.startKeyDocID = "10" }.first?.key == "b")
-        #expect(try run(view) { $0.startKey = "b"; $0.startKeyDocID = "10"; $0.inclusiveStart = false }.first?.key == "B")
+        #expect(try run(view) {
+            $0.startKey = "b"; $0.startKeyDocID = "10"; $0.inclusiveStart = false
+        }.first?.key == "B")
         #expect(try run(view) { $0.startKey = "b"; $0.descending = true; $0.inclusiveStart = false }.first?.key == "aa")
     }
 
@@ -75,13 +77,16 @@ import Testing
     @Test func prefixMatchLevels() throws {
         let dir = TemporaryDatabaseDirectory("sofa-views")
         let db = try Database(path: dir.database(), options: testOptions())
-        let emitted: [JSON] = ["fo", "foo", "foolish", "fong", "fop", [1], [1, "x"], [1, "xtc"], [1, "y"], [2], [1, ["a"]]]
+        let emitted: [JSON] = ["fo", "foo", "foolish", "fong", "fop",
+                               [1], [1, "x"], [1, "xtc"], [1, "y"], [2], [1, ["a"]]]
         for (i, key) in emitted.enumerated() { try db.put(["k": key], id: "d\(i)") }
         let view = db.view(named: "prefix")
         view.setMap(version: "1") { doc, emit in emit(doc["k"] ?? nil, nil) }
         let foo = try run(view) { $0.startKey = "foo"; $0.endKey = "foo"; $0.prefixMatchLevel = 1 }
         #expect(keys(foo) == ["foo", "foolish"])
-        let fooDown = try run(view) { $0.startKey = "foo"; $0.endKey = "foo"; $0.prefixMatchLevel = 1; $0.descending = true }
+        let fooDown = try run(view) {
+            $0.startKey = "foo"; $0.endKey = "foo"; $0.prefixMatchLevel = 1; $0.descending = true
+        }
         #expect(keys(fooDown) == ["foolish", "foo"])
         let one = try run(view) { $0.startKey = [1]; $0.endKey = [1]; $0.prefixMatchLevel = 1 }
         #expect(keys(one) == [[1], [1, "x"], [1, "xtc"], [1, "y"], [1, ["a"]]])
@@ -105,7 +110,9 @@ import Testing
         }
         let rows = try run(view)
         #expect(rows.map(\.documentID) == ids.flatMap { [$0, $0] })
-        let bounded = try run(view) { $0.startKey = 1; $0.startKeyDocID = "a\u{0}"; $0.endKey = 1; $0.endKeyDocID = "a\u{1}" }
+        let bounded = try run(view) {
+            $0.startKey = 1; $0.startKeyDocID = "a\u{0}"; $0.endKey = 1; $0.endKeyDocID = "a\u{1}"
+        }
         #expect(Set(bounded.compactMap(\.documentID)) == ["a\u{0}", "a\u{0}b", "a\u{1}"] && bounded.count == 6)
         expectSound(view)
     }

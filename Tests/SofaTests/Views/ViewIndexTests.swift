@@ -159,7 +159,8 @@ import Testing
             let id = try RowKey.documentID(key, keyLength: row.keyLength)
             let fake: [UInt8] = [0x40] + id.reversed() + [0x01, 0x01, 0x00]
             fakeRows.append((RowKey.make(key: fake, id: id, index: 0),
-                             RowValue.encode(keyLength: fake.count, sequence: row.sequence, key: row.key, value: row.value)))
+                             RowValue.encode(keyLength: fake.count, sequence: row.sequence, key: row.key,
+                                             value: row.value)))
             back.append((id, BackIndexEntry.encode([fake])))
             return true
         }
