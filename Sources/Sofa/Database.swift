@@ -88,6 +88,8 @@ public final class Database: @unchecked Sendable {
         guard options.revisionTreeDepth >= 1 else {
             throw SofaError(.invalidArgument, "revisionTreeDepth must be at least 1")
         }
+        // "music.sofa/" and "music.sofa" name the same directory; without the slash its parent is found right.
+        let path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         self.path = path
         self.options = options
         if !options.readOnly {
@@ -105,6 +107,10 @@ public final class Database: @unchecked Sendable {
         documents = try DocumentFile(path: path + "/docs", options: storage,
                                      revisionDepth: options.revisionTreeDepth,
                                      inlineBodyLimit: options.inlineBodyLimit, system: system)
+    }
+
+    deinit {
+        notifier.finish()  // a stream's consumer must not wait for a database that is gone
     }
 
     /// Closes the database: waits for a write in progress, then releases the files. Later calls throw

@@ -18,8 +18,16 @@ public struct Document: Sendable, Equatable {
     /// The body as stored: the properties without `_id`, `_rev` and `_deleted`.
     public let userProperties: JSON
     let revision: RevisionID
-    let conflicts: [RevisionID]
-    let history: [RevisionID]
+    /// The document's revision tree and this revision's place in it: conflicts and history are derived on
+    /// demand, so reading or writing a document builds no lists it is not asked for.
+    let tree: RevisionTree
+    let index: Int
+
+    var conflicts: [RevisionID] {
+        tree.revisions.enumerated().filter { $0.offset != index && $0.element.isLeaf && !$0.element.deleted }
+            .map(\.element.id)
+    }
+    var history: [RevisionID] { tree.history(from: index) }
 
     /// The ID of the revision this value shows, `generation-digest`.
     public var revisionID: String { revision.description }
@@ -61,9 +69,8 @@ public struct Document: Sendable, Equatable {
         self.isDeleted = r.deleted
         self.userProperties = body
         self.revision = r.id
-        self.conflicts = record.tree.revisions.enumerated()
-            .filter { $0.offset != index && $0.element.isLeaf && !$0.element.deleted }.map(\.element.id)
-        self.history = record.tree.history(from: index)
+        self.tree = record.tree
+        self.index = index
     }
 }
 

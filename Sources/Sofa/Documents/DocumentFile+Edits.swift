@@ -25,33 +25,24 @@ struct DocumentInput {
         guard case .object(let members) = properties else {
             throw SofaError(.invalidArgument, "document properties must be a JSON object, not a \(properties.typeName)")
         }
+        var hasSpecial = false
+        for (key, value) in members where key.utf8.first == UInt8(ascii: "_") {
+            hasSpecial = true
+            switch (key, value) {
+            case ("_id", .string(let s)): id = s
+            case ("_rev", .string(let s)): rev = s
+            case ("_deleted", .bool(let b)): deleted = b
+            default:
+                throw SofaError(.invalidArgument, "property \"\(key)\" is reserved (only _id, _rev and _deleted " +
+                                "may start with '_', as a string, string and boolean)")
+            }
+        }
+        // Most documents have no special members: then the properties are the body as they are, uncopied.
+        userProperties = hasSpecial ? .object(members.filter { $0.key.utf8.first != UInt8(ascii: "_") }) : properties
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        var hasSpecial = false
-        for (key, value) in members {
-            if key.utf8.first == UInt8(ascii: "_") {
-                hasSpecial = true
-                switch (key, value) {
-                case ("_id", .string(let s)): id = s
-                case ("_rev", .string(let s)): rev = s
-                case ("_deleted", .bool(let b)): deleted = b
-                default:
-                    throw SofaError(.invalidArgument, "property \"\(key)\" is reserved (only _id, _rev and _deleted " +
-                                    "may start with '_', as a string, string and boolean)")
-                }
-                continue
-            }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            try JSON.string(key).serialize(into: &out)
-            out.append(UInt8(ascii: ":"))
-            try value.serialize(into: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        body = out.count == 2 ? [] : out
-        userProperties = hasSpecial ? .object(members.filter { $0.key.utf8.first != UInt8(ascii: "_") }) : properties
+        try userProperties.serialize(into: &out)
+        body = out.count == 2 ? [] : out  // "{}": an empty body is stored as none
         if body.count > DocumentFile.maximumBodySize {
             throw SofaError(.invalidArgument, "document body of \(body.count) bytes; the limit is 64 MiB")
         }

@@ -28,6 +28,12 @@ final class WriteBatch {
     var pendingOrder: [[UInt8]] = []
     var pendingOrderIsSorted = true
     var pendingBytes = 0
+    /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
+    /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
+    /// caught the error and went on.
+    var failure: (any Error)?
+    /// ``largestStoredID()`` of the tree rooted at `root`.
+    private var largestID: (root: UInt64, key: [UInt8])?
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
@@ -42,8 +48,21 @@ final class WriteBatch {
     /// The current state of `id`: the overlay, else the working by-ID tree.
     func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
         if let p = pending[id] { return (p.record, p.storedSequence) }
+        // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
+        if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
         guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
         return (r, r.sequence)
+    }
+
+    /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the
+    /// root's last key is the tree's), read once per tree.
+    private func largestStoredID() throws -> [UInt8]? {
+        if let cached = largestID, cached.root == byID.root?.offset { return cached.key }
+        guard let root = byID.root else { return nil }
+        let node = try byID.node(at: root.offset)
+        let key = Array(node.key(node.count - 1))
+        largestID = (root.offset, key)
+        return key
     }
 
     /// Reads of the working state (the writer's own thread only).
@@ -54,6 +73,16 @@ final class WriteBatch {
     /// Applies the overlay to the working trees: one sorted batch per tree.
     func flush() throws {
         guard !pending.isEmpty else { return }
+        if let failure { throw failure }
+        do {
+            try applyPending()
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    private func applyPending() throws {
         var ids = pendingOrder
         if !pendingOrderIsSorted { ids.sort { compareArrays($0, $1) < 0 } }
         var byIDActions: [BTreeAction] = []
@@ -96,8 +125,12 @@ extension DocumentFile {
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
         batch = nil
-        guard b.lastSequence != b.startSequence else { return nil }
+        guard b.lastSequence != b.startSequence else {
+            storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
+            return nil
+        }
         do {
+            if let failure = b.failure { throw failure }
             try b.flush()
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
@@ -114,9 +147,9 @@ extension DocumentFile {
         storage.discardUncommitted()
     }
 
-    /// Stores a new state of document `id` in the batch under the next sequence.
+    /// Stores a new state of document `id` in the batch under the next sequence, its tree pruned.
     ///
-    /// - Returns: the sequence assigned.
+    /// - Returns: the record as stored.
     func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
         guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
@@ -141,8 +174,15 @@ extension DocumentFile {
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
         if bytes.count <= inlineBodyLimit { return .inline(bytes) }
-        let (offset, _) = try bytes.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: true) }
-        return .chunk(offset: offset)
+        do {
+            let (offset, _) = try bytes.withUnsafeBytes {
+                try storage.append(kind: .value, payload: $0, compress: true)
+            }
+            return .chunk(offset: offset)
+        } catch {
+            batch?.failure = error
+            throw error
+        }
     }
 
     /// The writer's view of `id`: the batch's state when one is open, else the newest commit.

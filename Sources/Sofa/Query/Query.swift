@@ -58,7 +58,8 @@ public struct Query: Sendable {
     /// the mode includes.
     public var keys: [JSON]?
     /// When non-zero, the end key (the start key when ``descending``) matches as a prefix: with 1, an
-    /// all-documents end key `"foo"` also matches `"foolish"` but not `"fong"`.
+    /// all-documents end key `"foo"` also matches `"foolish"` but not `"fong"`. (For document IDs every level
+    /// above 0 means the same; ``AllDocsMode/bySequence`` keys are numbers and ignore it.)
     public var prefixMatchLevel = 0
     /// Which documents an all-documents query returns; ignored by other queries.
     public var allDocsMode: AllDocsMode = .allDocs

@@ -30,6 +30,18 @@ import Testing
         return before
     }
 
+    /// The base database at a fresh path, opened through a fault-injecting layer with `fault` armed.
+    static func openFaulty(_ dir: TemporaryDatabaseDirectory, durability: Durability,
+                           fault: FaultInjectingSystemCalls.Fault) throws
+        -> (path: String, before: [String: String], db: Database) {
+        let path = dir.database()
+        let before = try makeBase(path)
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: durability), system: faults)
+        faults.arm(fault)
+        return (path, before, db)
+    }
+
     /// The batch under test: updates, new documents, a large body (a value chunk) and a conflict.
     static func batch(_ db: Database) throws {
         try db.inBatch {
@@ -85,11 +97,7 @@ import Testing
 
     @Test func failedSyncRefusesWritesUntilReopened() throws {
         let dir = TemporaryDatabaseDirectory()
-        let path = dir.database()
-        let before = try Self.makeBase(path)
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
-        faults.arm(.init(call: .fdatasync, nth: 1))
+        let (path, before, db) = try Self.openFaulty(dir, durability: .full, fault: .init(call: .fdatasync, nth: 1))
         expectSofaError(.ioError) { try Self.batch(db) }
         expectSofaError(.writesRefused) { try db.put(["a": 1], id: "after") }
         #expect(try Self.contents(db) == before)
@@ -101,13 +109,31 @@ import Testing
         expectSound(reopened)
     }
 
+    @Test func aBatchThatMetAStorageErrorCannotCommitEvenIfTheErrorWasCaught() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let (_, before, db) = try Self.openFaulty(dir, durability: .none,
+                                                  fault: .init(call: .pwrite, nth: 1, errno: ENOSPC))
+        // Incompressible, and larger than the storage layer's 1 MiB write buffer, so appending it writes.
+        var random = SeededRandom(seed: 3)
+        let letters = (0..<(3 << 19)).map { _ in UInt8(ascii: "a") + UInt8(random.next() % 26) }
+        let huge: JSON = ["huge": .string(String(decoding: letters, as: UTF8.self))]
+        expectSofaError(.diskFull) {
+            try db.inBatch {
+                try db.put(["n": 1], id: "first")
+                expectSofaError(.diskFull) { try db.put(huge, id: "huge") }
+                try db.put(["n": 2], id: "after")  // the caller went on; the commit must still refuse
+            }
+        }
+        #expect(try Self.contents(db) == before)
+        try db.put(huge, id: "huge")
+        #expect(db.documentCount == 40)
+        expectSound(db)
+    }
+
     @Test func diskFullDuringABatchKeepsTheHandleUsable() throws {
         let dir = TemporaryDatabaseDirectory()
-        let path = dir.database()
-        let before = try Self.makeBase(path)
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: testOptions(), system: faults)
-        faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+        let (_, before, db) = try Self.openFaulty(dir, durability: .none,
+                                                  fault: .init(call: .pwrite, nth: 1, errno: ENOSPC))
         expectSofaError(.diskFull) { try Self.batch(db) }
         #expect(try Self.contents(db) == before)
         // Space is back: the same handle commits.
