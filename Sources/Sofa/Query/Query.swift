@@ -55,10 +55,12 @@ public struct Query: Sendable {
     public var skip = 0
     /// Only rows with these keys; ``startKey`` and ``endKey`` are then ignored. All-documents queries return
     /// them in the order given (reversed when ``descending``), one row per listed key that names a document
-    /// the mode includes.
+    /// the mode includes. View queries return every row whose key equals one of them, in ascending key order
+    /// (reversed when ``descending``), each key once however often it is listed.
     public var keys: [JSON]?
     /// When non-zero, the end key (the start key when ``descending``) matches as a prefix: with 1, an
-    /// all-documents end key `"foo"` also matches `"foolish"` but not `"fong"`. (For document IDs every level
+    /// end key `"foo"` also matches `"foolish"` but not `"fong"`, and `[1]` matches `[1, "x"]`; with 2 the
+    /// last item of an array end key is the prefix (`[1, "x"]` matches `[1, "xtc"]`), and so on. (For document IDs every level
     /// above 0 means the same; ``AllDocsMode/bySequence`` keys are numbers and ignore it.)
     public var prefixMatchLevel = 0
     /// Which documents an all-documents query returns; ignored by other queries.
