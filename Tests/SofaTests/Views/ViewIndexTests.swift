@@ -244,3 +244,59 @@ import Testing
         expectSound(spilled)
     }
 }
+
+/// Conflicts, failing reduce functions and read-only databases.
+@Suite struct ViewEdgeTests {
+    /// Views index the winning revision; when the winner changes, so do the rows.
+    @Test func indexesTheWinningRevision() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        let mine = try db.put(["title": "Mine"], id: "t")
+        let view = db.view(named: "titles")
+        view.setMap(version: "1") { doc, emit in emit(doc["title"] ?? nil, doc["_rev"]) }
+        #expect(keys(try run(view)) == ["Mine"])
+        // A conflicting replicated branch with a higher generation wins.
+        try db.forceInsert(["title": "Theirs"], id: "t", revisionHistory: ["2-bb", "1-aa"])
+        let theirs = try run(view)
+        #expect(keys(theirs) == ["Theirs"] && theirs[0].value == "2-bb")
+        // Deleting the winner makes the other leaf win again.
+        try db.delete(id: "t", rev: "2-bb")
+        let again = try run(view)
+        #expect(keys(again) == ["Mine"] && again[0].value == .string(mine.revisionID))
+        expectSound(view)
+    }
+
+    @Test func reduceFunctionThatThrows() throws {
+        struct Oops: Error {}
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        let view = db.view(named: "throws")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, nil) },
+                          reduce: .custom { _, _, _ in throw Oops() })
+        expectSofaError(.reduceFailed) { try view.updateIndex() }
+        #expect(view.totalRows == 0 && view.lastSequenceIndexed == 0)
+        // Map-only queries of the same view still need the index; the next version fixes the reduce.
+        view.setMapReduce(version: "2", map: { doc, emit in emit(doc["n"] ?? nil, nil) }, reduce: .count)
+        #expect(try run(view).first?.value == 1)
+    }
+
+    @Test func readOnlyDatabase() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        let written = db.view(named: "n")
+        written.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, nil) }
+        try written.updateIndex()
+        try db.put(["n": 2], id: "b")
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions(readOnly: true))
+        let view = db.view(named: "n")
+        view.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, nil) }
+        // The index answers as it was; it cannot be brought up to date.
+        #expect(keys(try run(view)) == [1] && view.isStale)
+        expectSofaError(.readOnly) { try view.updateIndex() }
+        #expect(try run(db.view(named: "missing")).isEmpty)
+        #expect(db.viewNames == ["n"])
+    }
+}
