@@ -68,7 +68,7 @@ extension Query {
     /// A map row from its stored bytes.
     static func row(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, source: RowSource) throws -> QueryRow {
         let stored = try RowValue(value)
-        let id = String(decoding: try RowKey.documentID(key, keyLength: stored.keyLength), as: UTF8.self)
+        let id = try RowKey.documentIDString(key, keyLength: stored.keyLength)
         // An emitted value {"_id": X} points the row at document X; the emitter stays the source.
         let target = stored.value?["_id"]?.stringValue ?? id
         return QueryRow(key: stored.key, value: .json(stored.value), documentID: target, sourceDocumentID: id,

@@ -36,6 +36,16 @@ enum RowKey {
         try parse(rowKey, keyLength: keyLength).id
     }
 
+    /// The document ID of a row key as a string; the common case (no escaped byte) decodes in place.
+    static func documentIDString(_ rowKey: UnsafeRawBufferPointer, keyLength: Int) throws -> String {
+        var i = keyLength
+        while i < rowKey.count, rowKey[i] > 1 { i += 1 }
+        if i < rowKey.count, rowKey[i] == 0, keyLength <= i {
+            return String(decoding: UnsafeRawBufferPointer(rebasing: rowKey[keyLength..<i]), as: UTF8.self)
+        }
+        return String(decoding: try parse(rowKey, keyLength: keyLength).id, as: UTF8.self)
+    }
+
     /// The raw ID of an escaped, terminated ID.
     static func unescape(_ escaped: [UInt8]) throws -> [UInt8] {
         var id: [UInt8] = []

@@ -61,6 +61,8 @@ struct ViewHeader: Equatable, Sendable {
 
 /// One consistent state of a view index: both trees and the header of one commit.
 struct ViewSnapshot: Sendable {
+    /// Where the commit's header is: identifies the commit.
+    let commitOffset: UInt64
     let rows: BTree
     let backIndex: BTree
     let header: ViewHeader
@@ -86,8 +88,13 @@ final class ViewIndex: @unchecked Sendable {
 
     var reduce: Reduce? {
         get { currentReduce.withLock { $0 } }
-        set { currentReduce.withLock { $0 = newValue } }
+        set {
+            currentReduce.withLock { $0 = newValue }
+            cachedSnapshot.withLock { $0 = nil }
+        }
     }
+    /// The snapshot of the newest commit, kept so that queries do not decode the header again each time.
+    private let cachedSnapshot = Mutex<ViewSnapshot?>(nil)
 
     var rowsConfiguration: BTreeConfiguration {
         BTreeConfiguration(nodeSize: 4096, compress: true, reducer: reduce.map { ViewReducer(reduce: $0) })
@@ -105,16 +112,20 @@ final class ViewIndex: @unchecked Sendable {
 
     /// The newest commit's header.
     var header: ViewHeader {
-        get throws { try ViewHeader(decoding: storage.latestCommit, path: path) }
+        get throws { try snapshot().header }
     }
 
     /// The newest commit as a snapshot.
     func snapshot() throws -> ViewSnapshot {
         let commit = storage.latestCommit
-        return ViewSnapshot(
+        if let cached = cachedSnapshot.withLock({ $0 }), cached.commitOffset == commit.offset { return cached }
+        let snapshot = ViewSnapshot(
+            commitOffset: commit.offset,
             rows: BTree(file: storage, commit: commit, index: 0, configuration: rowsConfiguration),
             backIndex: BTree(file: storage, commit: commit, index: 1, configuration: backConfiguration),
             header: try ViewHeader(decoding: commit, path: path))
+        cachedSnapshot.withLock { $0 = snapshot }
+        return snapshot
     }
 
     /// Commits `rows` and `backIndex` with `header`.
