@@ -51,6 +51,7 @@ import Testing
         try db.put(["type": "widget", "name": "after stop"], id: "late")
         usleep(200_000)
         #expect(collected.count == published && live.rows?.count == 21)
+        expectSound(view)
     }
 
     @Test func asyncSequenceOfResults() async throws {
@@ -68,5 +69,6 @@ import Testing
             if sums.count == 2 { live.stop() }
         }
         #expect(sums == [1, 3])
+        expectSound(view)
     }
 }

@@ -51,6 +51,7 @@ import Testing
         all.sortDescriptors = [QuerySortDescriptor("documentID", ascending: false)]
         all.limit = 2
         #expect(try all.run().map(\.documentID) == ["eye", "drum"])
+        expectSound(view)
     }
 
     @Test func enumeratorEqualityAndStaleness() throws {
@@ -65,5 +66,6 @@ import Testing
         try db.put(["name": "fan", "price": 2, "color": "red"], id: "fan")
         #expect(try run(view) != first)
         #expect(try run(view) { $0.keys = ["fan", "bolt", "fan", "nope"] }.map(\.key) == ["bolt", "fan"])
+        expectSound(view)
     }
 }

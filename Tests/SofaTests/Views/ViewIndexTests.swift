@@ -78,6 +78,7 @@ import Testing
         view.documentType = "num"
         view.setMap(version: "1", Self.byN)
         #expect(try run(view).count == 10 && view.shared.mapCalls.count.load(ordering: .relaxed) == 10)
+        expectSound(view)
     }
 
     /// NaN keys or values fail the update naming the document; nothing of it becomes visible.
@@ -204,6 +205,7 @@ import Testing
         try view.deleteIndex()
         #expect(view.lastSequenceIndexed == 0 && view.totalRows == 0)
         #expect(try run(view).count == 21)
+        expectSound(view)
         #expect(db.viewNames == ["d"] && db.existingView(named: "d") != nil)
         try view.delete()
         #expect(db.viewNames.isEmpty && db.existingView(named: "d") == nil)
@@ -279,6 +281,7 @@ import Testing
         // Map-only queries of the same view still need the index; the next version fixes the reduce.
         view.setMapReduce(version: "2", map: { doc, emit in emit(doc["n"] ?? nil, nil) }, reduce: .count)
         #expect(try run(view).first?.value == 1)
+        expectSound(view)
     }
 
     @Test func readOnlyDatabase() throws {
