@@ -125,6 +125,7 @@ extension Query {
         var pending: Group?
         var groups: [QueryRow] = []
         let streaming = !descending
+        let merging = ranges.count > 1
         var more = true
         func close(_ group: Group) throws {
             var value: JSON?
@@ -141,13 +142,16 @@ extension Query {
                 try CollationKey.groupPrefixLength(key, level: level)
             }
             try rows.reduceGroups(in: range, groupPrefix: groupPrefix) { g in
-                let prefix = Array(g.firstKey[..<(try CollationKey.groupPrefixLength(g.firstKey, level: level))])
-                if pending?.prefix == prefix {
+                // One range never yields a group twice; only adjacent `keys` ranges may need merging.
+                let prefix = merging
+                    ? Array(g.firstKey[..<(try CollationKey.groupPrefixLength(g.firstKey, level: level))]) : []
+                if merging, pending?.prefix == prefix {
                     pending!.count += g.reduction.rowCount
                     pending!.parts.append(g.reduction.value)
                     return true
                 }
                 if let previous = pending {
+                    pending = nil
                     try close(previous)
                     if !more { return false }
                 }
