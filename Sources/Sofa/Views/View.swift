@@ -215,7 +215,9 @@ public final class View: @unchecked Sendable {
             }
         }
         var header = try index!.header
-        if let reduce { index!.reduce = reduce }
+        // Registered functions are authoritative; without any (a view opened by name only) the stored
+        // built-in reduce, if any, stays.
+        if version != nil { index!.reduce = reduce }
         if let version, !readOnly {
             let wanted = (version, reduce?.kind ?? 0, definition?.encoded() ?? [])
             if header.mapVersion != wanted.0 || header.reduceKind != wanted.1 || header.definition != wanted.2 {
@@ -229,8 +231,8 @@ public final class View: @unchecked Sendable {
                 }
                 header = ViewHeader()
                 (header.mapVersion, header.reduceKind, header.definition) = wanted
-                let empty2 = BTree(file: index!.storage, root: nil, configuration: index!.backConfiguration)
-                try index!.commit(rows: empty2, backIndex: empty2, header: header)
+                let emptyTree = BTree(file: index!.storage, root: nil, configuration: index!.backConfiguration)
+                try index!.commit(rows: emptyTree, backIndex: emptyTree, header: header)
             }
         }
         if header.collatorVersion != CollationKey.collatorVersion && !readOnly {

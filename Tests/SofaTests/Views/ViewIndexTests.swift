@@ -303,3 +303,25 @@ import Testing
         #expect(db.viewNames == ["n"])
     }
 }
+
+/// Re-registering a view without its reduce drops the stored reductions: queries return map rows.
+@Suite struct ViewReRegistrationTests {
+    @Test func droppingTheReduce() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        try db.put(["n": 2], id: "b")
+        var view = db.view(named: "r")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }, reduce: .sum)
+        #expect(try run(view).first?.value == 3)
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions())
+        // Opened by name only, the stored built-in reduce still answers.
+        #expect(try run(db.view(named: "r")) { $0.indexUpdateMode = .never }.first?.value == 3)
+        view = db.view(named: "r")
+        view.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }
+        let rows = try run(view)
+        #expect(keys(rows) == [1, 2] && rows.map(\.value) == [1, 2])
+        expectSound(view)
+    }
+}
