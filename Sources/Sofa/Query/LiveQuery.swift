@@ -78,6 +78,7 @@ public final class LiveQuery: @unchecked Sendable {
     }
 
     /// Blocks until the first run is complete and returns its rows (running the query now when needed).
+    /// Do not call it from a change listener: listeners run on the queue it waits for.
     ///
     /// - Throws: the run's ``SofaError``.
     public func waitForRows() throws -> QueryEnumerator {
