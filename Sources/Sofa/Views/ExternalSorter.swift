@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import SofaStorage
 
 /// Sorts key/value pairs of any total size in bounded memory: pairs collect in an arena; a full arena is
@@ -14,8 +15,12 @@ final class ExternalSorter {
     private let budget: Int
     private var arena: [UInt8] = []
     /// Per pair: start of its key in the arena, key length, value length (the value follows the key).
-    private var entries: [(start: Int, keyLength: Int32, valueLength: Int32)] = []
+    typealias Entry = (start: Int, keyLength: Int32, valueLength: Int32)
+    private var entries: [Entry] = []
     private var runs: [UnsafeMutablePointer<FILE>] = []
+    /// The run being sorted and written in the background.
+    private var inFlight: SpillJob?
+    private static let queue = DispatchQueue(label: "sofa.sort-runs", attributes: .concurrent)
 
     /// A sorter spilling runs into `directory` once `budget` bytes of pairs are held.
     init(directory: String, budget: Int = 64 << 20) {
@@ -24,6 +29,10 @@ final class ExternalSorter {
     }
 
     deinit {
+        if let job = inFlight {
+            job.group.wait()
+            if case .success(let file) = job.result { fclose(file) }
+        }
         for run in runs { fclose(run) }
     }
 
@@ -43,7 +52,7 @@ final class ExternalSorter {
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try add(key: k, value: v) } }
     }
 
-    private func sortEntries() {
+    private static func sort(_ entries: inout [Entry], in arena: [UInt8]) {
         arena.withUnsafeBytes { a in
             entries.sort { x, y in
                 compareBytes(UnsafeRawBufferPointer(rebasing: a[x.start..<(x.start + Int(x.keyLength))]),
@@ -52,10 +61,36 @@ final class ExternalSorter {
         }
     }
 
-    /// Sorts the arena and writes it out as a run.
+    /// Hands the full arena to a background thread that sorts it and writes it out as a run, so the caller
+    /// keeps adding pairs meanwhile (one run in flight at a time: at most two arenas in memory).
     private func spill() throws {
         guard !entries.isEmpty else { return }
-        sortEntries()
+        try waitForSpill()
+        let job = SpillJob()
+        let (arena, entries, directory) = (self.arena, self.entries, self.directory)
+        self.arena = []
+        self.entries = []
+        self.arena.reserveCapacity(arena.count)
+        self.entries.reserveCapacity(entries.count)
+        inFlight = job
+        ExternalSorter.queue.async(group: job.group) {
+            job.result = Result { try ExternalSorter.writeRun(arena, entries, directory: directory) }
+        }
+    }
+
+    /// Waits for the run being written and keeps it.
+    private func waitForSpill() throws {
+        guard let job = inFlight else { return }
+        inFlight = nil
+        job.group.wait()
+        runs.append(try job.result.get())
+    }
+
+    /// Sorts pairs and writes them to a new unlinked temporary file, rewound for reading.
+    private static func writeRun(_ arena: [UInt8], _ entries: [Entry],
+                                 directory: String) throws -> UnsafeMutablePointer<FILE> {
+        var entries = entries
+        sort(&entries, in: arena)
         var template = Array("\(directory)/.sort-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw ExternalSorter.ioError("create a sort run in \(directory)") }
@@ -65,25 +100,31 @@ final class ExternalSorter {
             close(fd)
             throw ExternalSorter.ioError("open a sort run")
         }
-        runs.append(file)
-        var out: [UInt8] = []
-        out.reserveCapacity(1 << 20)
-        try arena.withUnsafeBytes { a in
-            for e in entries {
-                out.appendVarint(UInt64(e.keyLength))
-                out.appendVarint(UInt64(e.valueLength))
-                out.append(contentsOf: a[e.start..<(e.start + Int(e.keyLength) + Int(e.valueLength))])
-                if out.count >= 1 << 20 { try write(out, to: file); out.removeAll(keepingCapacity: true) }
+        do {
+            var out: [UInt8] = []
+            out.reserveCapacity(1 << 20)
+            try arena.withUnsafeBytes { a in
+                for e in entries {
+                    out.appendVarint(UInt64(e.keyLength))
+                    out.appendVarint(UInt64(e.valueLength))
+                    out.append(contentsOf: a[e.start..<(e.start + Int(e.keyLength) + Int(e.valueLength))])
+                    if out.count >= 1 << 20 {
+                        try write(out, to: file, directory: directory)
+                        out.removeAll(keepingCapacity: true)
+                    }
+                }
             }
+            try write(out, to: file, directory: directory)
+            guard fflush(file) == 0 else { throw ExternalSorter.ioError("write a sort run") }
+        } catch {
+            fclose(file)
+            throw error
         }
-        try write(out, to: file)
-        guard fflush(file) == 0 else { throw ExternalSorter.ioError("write a sort run") }
         rewind(file)
-        arena.removeAll(keepingCapacity: true)
-        entries.removeAll(keepingCapacity: true)
+        return file
     }
 
-    private func write(_ bytes: [UInt8], to file: UnsafeMutablePointer<FILE>) throws {
+    private static func write(_ bytes: [UInt8], to file: UnsafeMutablePointer<FILE>, directory: String) throws {
         let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
         guard written == bytes.count else {
             throw errno == ENOSPC
@@ -98,8 +139,9 @@ final class ExternalSorter {
 
     /// Calls `body` with every pair in ascending key order, then empties the sorter.
     func finish(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) throws {
+        try waitForSpill()
         if runs.isEmpty {
-            sortEntries()
+            ExternalSorter.sort(&entries, in: arena)
             try arena.withUnsafeBytes { a in
                 for e in entries {
                     let k = e.start, v = e.start + Int(e.keyLength)
@@ -111,7 +153,7 @@ final class ExternalSorter {
             entries = []
             return
         }
-        try spill()
+        if !entries.isEmpty { runs.append(try ExternalSorter.writeRun(arena, entries, directory: directory)) }
         arena = []
         entries = []
         var readers = runs.map { RunReader(file: $0) }
@@ -130,6 +172,12 @@ final class ExternalSorter {
         for run in runs { fclose(run) }
         runs = []
     }
+}
+
+/// A run being sorted and written on a background thread.
+private final class SpillJob: @unchecked Sendable {
+    let group = DispatchGroup()
+    var result: Result<UnsafeMutablePointer<FILE>, any Error> = .failure(SofaError(.ioError, "sort run not written"))
 }
 
 /// Reads one run's pairs back, through a buffer.
