@@ -23,12 +23,19 @@ struct Mapper: Sendable {
         let winner = record.tree.winner
         guard !winner.deleted else { return }
         let idString = String(decoding: id, as: UTF8.self)
-        guard let document = try snapshot.document(id: idString, record: record, revision: nil) else { return }
-        if let documentType, document.userProperties["type"] != .string(documentType) { return }
-        var emitted: [(JSON, JSON?)] = []
+        // The properties as Document.properties shows them (`_id`, `_rev`, then the body), built in place in
+        // the freshly parsed body rather than copied member by member.
+        var body = try snapshot.body(winner.body)
+        guard case .object(var members) = body else { return }
+        body = .null  // `members` is now the only reference: inserting does not copy it
+        if let documentType, members["type"] != .string(documentType) { return }
+        members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
+        members.updateValue(.string(winner.id.description), forKey: "_rev", insertingAt: 1)
+        out.emitted.removeAll(keepingCapacity: true)
         calls?.count.add(1, ordering: .relaxed)
-        map(document.properties) { key, value in emitted.append((key, value)) }
-        guard !emitted.isEmpty else { return }
+        map(.object(members)) { key, value in out.emitted.append((key, value)) }
+        guard !out.emitted.isEmpty else { return }
+        let emitted = out.emitted
         var back: [UInt8] = []
         back.appendVarint(UInt64(emitted.count))
         for (index, (key, value)) in emitted.enumerated() {
@@ -63,6 +70,8 @@ struct MappedChunk {
     var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
     var documents: [(id: [UInt8], rows: Range<Int>, back: [UInt8])] = []
     var pendingBack: [UInt8] = []
+    /// The current document's emits (reused from document to document).
+    var emitted: [(JSON, JSON?)] = []
 
     /// Calls `body` with row `i`'s key and value.
     func withRow<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
