@@ -24,7 +24,14 @@ extension View {
 /// 3. `postFilter`, then `sortDescriptors`, then `skip` and `limit`, all on the output rows.
 extension Query {
     func runView(_ view: View) throws -> QueryEnumerator {
-        if indexUpdateMode == .before && view.hasMap && !database.options.readOnly { try view.updateIndex() }
+        if indexUpdateMode == .before && view.hasMap && !database.options.readOnly {
+            // Checked without the writer lock first: most queries find the index current.
+            let documents = database.documents.storage.latestCommit
+            let indexed = try view.index()?.snapshot().header.lastSequence ?? 0
+            if try indexed < DocumentFile.lastSequence(in: documents, path: database.documents.path) {
+                try view.updateIndex()
+            }
+        }
         defer {
             if indexUpdateMode == .after && view.hasMap && !database.options.readOnly {
                 DispatchQueue.global().async { try? view.updateIndex() }
