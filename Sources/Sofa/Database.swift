@@ -61,6 +61,7 @@ public final class Database: @unchecked Sendable {
     public let options: DatabaseOptions
     let documents: DocumentFile
     let notifier = ChangeNotifier()
+    let viewRegistry = ViewRegistry()
     /// Serializes writers; holds whether the database is closed.
     private let writeLock = Mutex(false)
     /// The thread inside the write lock (0 when none), so a write made inside a batch joins it.
@@ -123,6 +124,7 @@ public final class Database: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             closed.store(true, ordering: .releasing)
+            viewRegistry.closeAll()
             try documents.close()
         }
         notifier.finish()
