@@ -77,7 +77,7 @@ final class DocumentFile: @unchecked Sendable {
             guard version == metadataVersion else {
                 throw SofaError(.unsupportedFormat,
                                 "document metadata version \(version); this build reads \(metadataVersion)",
-                                path: path, offset: Int(commit.offset))
+                                path: path, offset: Int(clamping: commit.offset))
             }
             let sequence = try r.readVarint()
             guard r.isAtEnd, commit.roots.count == 2 else {
@@ -148,11 +148,11 @@ struct DocumentSnapshot: Sendable {
             value = try JSON(parsing: bytes)
         } catch let error as SofaError {
             throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
-                            offset: Int(offset))
+                            offset: Int(clamping: offset))
         }
         guard case .object = value else {
             throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
-                            offset: Int(offset))
+                            offset: Int(clamping: offset))
         }
         return value
     }

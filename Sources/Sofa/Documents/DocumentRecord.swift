@@ -85,7 +85,10 @@ struct DocumentRecord: Sendable, Equatable {
                 throw r.corruption("unknown revision flags \(revFlags)")
             }
             let generation = try r.readVarint()
-            guard generation > 0 else { throw r.corruption("revision generation 0") }
+            // Text revision IDs have at most 19 digits; a larger stored generation is damage (and +1 would trap).
+            guard generation > 0, generation < 10_000_000_000_000_000_000 else {
+                throw r.corruption("revision generation \(generation) is out of range")
+            }
             let digest = try RevisionID.decodeDigest(&r, binary: revFlags & DocumentRecord.revBinaryDigest != 0)
             var parent: Int?
             if revFlags & DocumentRecord.revHasParent != 0 { parent = try r.readLength(limit: count - 1) }
@@ -182,9 +185,9 @@ struct DocumentCountReducer: Reducer {
         var c = Counts()
         for bytes in reductions {
             let part = try DocumentCountReducer.decode(bytes)
-            c.live += part.live
-            c.deleted += part.deleted
-            c.conflicted += part.conflicted
+            c.live &+= part.live
+            c.deleted &+= part.deleted
+            c.conflicted &+= part.conflicted
         }
         return DocumentCountReducer.encode(c)
     }

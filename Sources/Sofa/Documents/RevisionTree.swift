@@ -162,7 +162,7 @@ struct RevisionTree: Sendable, Equatable {
                 problems.append("revision \(r.id) has parent index \(p) outside the tree")
                 continue
             }
-            if revisions[p].id.generation + 1 != r.id.generation {
+            if revisions[p].id.generation != r.id.generation &- 1 || r.id.generation == 0 {
                 problems.append("revision \(r.id) has parent \(revisions[p].id) of a non-consecutive generation")
             }
             hasChild[p] = true

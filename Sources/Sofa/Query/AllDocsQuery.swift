@@ -19,8 +19,8 @@ extension Query {
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
         // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
-        let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(total) : 0)
-        collector.rows.reserveCapacity(min(limit ?? Int.max, expected))
+        let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(clamping: total) : 0)
+        collector.rows.reserveCapacity(min(limit ?? Int.max, expected, 1 << 16))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)

@@ -43,7 +43,7 @@ struct ViewHeader: Equatable, Sendable {
             let version = try r.readByte()
             guard version == ViewHeader.formatVersion else {
                 throw SofaError(.unsupportedFormat, "view index version \(version); this build reads 1",
-                                path: path, offset: Int(commit.offset))
+                                path: path, offset: Int(clamping: commit.offset))
             }
             var h = ViewHeader()
             h.lastSequence = try r.readVarint()

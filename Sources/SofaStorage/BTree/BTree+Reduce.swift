@@ -150,7 +150,7 @@ private struct Parts {
     init(reducer: (any Reducer)?) { self.reducer = reducer }
 
     mutating func addSubtree(_ count: UInt64, _ reduction: [UInt8]) {
-        rows += count
+        rows &+= count
         if reducer != nil { reductions.append(reduction) }
     }
 
@@ -158,14 +158,14 @@ private struct Parts {
     /// node that outlives the call), rereduced into one.
     mutating func addSubtrees(_ count: UInt64, _ stored: [UnsafeRawBufferPointer]) throws {
         guard !stored.isEmpty else { return }
-        rows += count
+        rows &+= count
         guard let reducer else { return }
         reductions.append(stored.count == 1 ? Array(stored[0]) : try reducer.rereduce(stored))
     }
 
     mutating func addRows(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws {
         guard !entries.isEmpty else { return }
-        rows += UInt64(entries.count)
+        rows &+= UInt64(entries.count)
         if let reducer { reductions.append(try reducer.reduce(entries)) }
     }
 

@@ -56,7 +56,7 @@ extension BTree {
     }
 
     private func problem(_ message: String, _ offset: UInt64, _ state: inout VerifyState) {
-        state.problems.append(SofaError(.corruption, message, path: file.path, offset: Int(offset)))
+        state.problems.append(SofaError(.corruption, message, path: file.path, offset: Int(clamping: offset)))
     }
 
     private func compare(_ found: Found, with pointer: NodePointer, at offset: UInt64, state: inout VerifyState) {
@@ -107,7 +107,7 @@ extension BTree {
         }
         if node.isLeaf {
             state.statistics.leafNodes += 1
-            state.statistics.rows += UInt64(node.count)
+            state.statistics.rows &+= UInt64(node.count)
             if let d = state.leafDepth, d != depth {
                 problem("leaf at depth \(depth) where other leaves are at depth \(d)", offset, &state)
             }
@@ -132,8 +132,8 @@ extension BTree {
             if let found = check(pointer.offset, low: previous, high: separator, depth: depth + 1, state: &state) {
                 compare(found, with: pointer, at: pointer.offset, state: &state)
             }
-            rows += pointer.rowCount
-            size += pointer.subtreeSize
+            rows &+= pointer.rowCount
+            size &+= pointer.subtreeSize
             previous = separator
         }
         var reduction: [UInt8] = []

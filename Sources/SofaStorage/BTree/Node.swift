@@ -54,7 +54,14 @@ package final class Node: @unchecked Sendable {
                 let key = try r.readLengthPrefixed()
                 let keyStart = Int32(key.baseAddress! - bytes.baseAddress!)
                 if !isLeaf {
+                    let childAt = r.position
                     let offset: UInt64 = try r.readLittleEndian()
+                    // Copy-on-write appends children before their parent, so a child always lies earlier in the
+                    // file. Enforcing it makes cycles (and unbounded descent) impossible in damaged files.
+                    guard offset < payload.offset else {
+                        r.position = childAt
+                        throw r.corruption("child pointer \(offset) does not point before its parent")
+                    }
                     let rows = try r.readVarint()
                     let size = try r.readVarint()
                     children.append(Child(offset: offset, rows: rows, size: size))

@@ -58,8 +58,8 @@ package struct NodeWriter {
             scratch.appendVarint(UInt64(c.key.count))
             scratch.append(contentsOf: c.key)
             c.pointer.encode(into: &scratch)
-            rows += c.pointer.rowCount
-            size += c.pointer.subtreeSize
+            rows &+= c.pointer.rowCount
+            size &+= c.pointer.subtreeSize
         }
         var reduction: [UInt8] = []
         if let reducer = configuration.reducer {

@@ -62,7 +62,7 @@ package struct ByteReader {
     package var isAtEnd: Bool { position >= bytes.count }
 
     package func corruption(_ what: String) -> SofaError {
-        SofaError(.corruption, what, path: path, offset: Int(fileOffset) + position)
+        SofaError(.corruption, what, path: path, offset: Int(clamping: fileOffset) &+ position)
     }
 
     package mutating func readLittleEndian<T: FixedWidthInteger>(_: T.Type = T.self) throws -> T {

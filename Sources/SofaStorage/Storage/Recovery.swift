@@ -26,7 +26,7 @@ struct Recovery {
     func newestCommit() throws -> Found {
         let kind = try checkFileHeader()
         guard fileSize >= Recovery.fileHeaderLength + UInt64(FileFormat.trailerSize) else {
-            throw SofaError(.corruption, "the file ends before its first commit", path: path, offset: Int(fileSize))
+            throw SofaError(.corruption, "the file ends before its first commit", path: path, offset: Int(clamping: fileSize))
         }
         let last = fileSize - UInt64(FileFormat.trailerSize)
         if let header = candidate(trailerAt: last) {

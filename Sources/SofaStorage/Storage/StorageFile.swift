@@ -57,7 +57,9 @@ public final class StorageFile: @unchecked Sendable {
     private let fd: Int32
 
     private struct Shared {
-        var mapping: Mapping
+        /// `nil` once closed: the file's own reference goes, so the pages can leave memory once readers
+        /// holding chunks let go too.
+        var mapping: Mapping?
         var header: CommitHeader
         var closed = false
     }
@@ -223,7 +225,7 @@ public final class StorageFile: @unchecked Sendable {
         let mapping = try mapping(covering: end)
         guard offset < end, end - offset >= UInt64(FileFormat.chunkPrefixSize) else {
             throw SofaError(.corruption, "pointer to offset \(offset) is past the end of data (\(end))",
-                            path: path, offset: Int(offset))
+                            path: path, offset: Int(clamping: offset))
         }
         // The mapping covers [0, end) and `end` is within the written file, so these bytes are backed.
         let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(end - offset))
@@ -241,7 +243,7 @@ public final class StorageFile: @unchecked Sendable {
     /// reads fault them back in. A scan of a whole large file (a first view build) calls it now and then so
     /// that its resident set stays bounded by what it holds, not by the file's size.
     package func releaseResidentPages() {
-        guard let mapping = try? shared.withLock({ s throws(SofaError) -> Mapping in s.mapping }) else { return }
+        guard let mapping = shared.withLock({ $0.mapping }) else { return }
         // A shared read-only file mapping: MADV_DONTNEED only unmaps pages, their contents come back from the file.
         _ = madvise(UnsafeMutableRawPointer(mutating: mapping.base), mapping.length, MADV_DONTNEED)
     }
@@ -252,14 +254,17 @@ public final class StorageFile: @unchecked Sendable {
     /// The current mapping, remapped larger first when it does not reach `end`.
     private func mapping(covering end: UInt64) throws -> Mapping {
         try shared.withLock { s throws(SofaError) -> Mapping in
-            if s.closed { throw SofaError(.invalidArgument, "the file is closed", path: path) }
-            if UInt64(s.mapping.length) >= end { return s.mapping }
+            guard !s.closed, let current = s.mapping else {
+                throw SofaError(.invalidArgument, "the file is closed", path: path)
+            }
+            if UInt64(current.length) >= end { return current }
             do {
-                s.mapping = try Mapping(fd: fd, length: Mapping.capacity(forFileSize: Int(end)), system: system)
+                let larger = try Mapping(fd: fd, length: Mapping.capacity(forFileSize: Int(end)), system: system)
+                s.mapping = larger
+                return larger
             } catch {
                 throw StorageFile.error(error, path: path)
             }
-            return s.mapping
         }
     }
 
@@ -268,6 +273,10 @@ public final class StorageFile: @unchecked Sendable {
     private func checkWritable() throws {
         if options.readOnly {
             throw SofaError(.readOnly, "the file was opened read-only", path: path)
+        }
+        // After close the descriptor number may already belong to another file: never write through it.
+        if shared.withLock({ $0.closed }) {
+            throw SofaError(.invalidArgument, "the file is closed", path: path)
         }
         if let failure {
             throw SofaError(.writesRefused, "an earlier commit failed (\(failure.message)); reopen the file",
@@ -295,6 +304,7 @@ public final class StorageFile: @unchecked Sendable {
     /// take new commits once the cause (a full disk) is gone.
     private func flushPending() throws {
         guard !pending.isEmpty else { return }
+        try checkWritable()
         let at = flushedEnd.load(ordering: .relaxed)
         do {
             try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
@@ -349,6 +359,18 @@ public final class StorageFile: @unchecked Sendable {
             try bytes.withUnsafeBytes { b in
                 try system.pwriteAll(fd, b, at: Int64(headerOffset))
             }
+        } catch {
+            let reported = StorageFile.error(error, path: path)
+            if reported.code == .diskFull {
+                // A header that did not fit is never a valid commit (its trailer is missing or fails its CRC):
+                // cut it off with the rest of the commit, and the file takes commits again once space is free.
+                discardUncommitted()
+                throw reported
+            }
+            failure = reported
+            throw reported
+        }
+        do {
             if durable { try system.fdatasync(fd) }
         } catch {
             failure = StorageFile.error(error, path: path)
@@ -356,18 +378,22 @@ public final class StorageFile: @unchecked Sendable {
         }
         header.offset = headerOffset
         header.endOffset = headerOffset + UInt64(bytes.count)
+        // Publish before anything else can fail: the commit is durable, and readers remap on demand.
         flushedEnd.store(header.endOffset, ordering: .releasing)
-        _ = try mapping(covering: header.endOffset)
         shared.withLock { $0.header = header }
         return header
     }
 
     /// Closes the file. Chunks already read stay valid (they hold the mapping); further calls fail.
     public func close() throws {
-        let wasClosed = shared.withLock { s -> Bool in
-            defer { s.closed = true }
-            return s.closed
+        let (wasClosed, mapping) = shared.withLock { s -> (Bool, Mapping?) in
+            defer {
+                s.closed = true
+                s.mapping = nil
+            }
+            return (s.closed, s.mapping)
         }
+        _ = mapping  // released outside the lock
         guard !wasClosed else { return }
         pending.removeAll()
         // Free the decoded nodes now, so a close pays for its own cleanup rather than whatever runs next.
