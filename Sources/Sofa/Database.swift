@@ -17,9 +17,10 @@ public struct DatabaseOptions: Sendable {
     /// - ``Durability/full`` (default): a write or batch that returned survives a process crash and a power
     ///   loss — atomic, consistent, isolated and durable.
     /// - ``Durability/none``: no `fsync`. A returned commit survives a crash of the process (the kernel still
-    ///   writes it) but a power loss or OS crash may lose the newest commits. What reopens is always one
-    ///   complete earlier commit, never part of one: atomicity, consistency and isolation hold, durability only
-    ///   against process crashes. For bulk loads and tests.
+    ///   writes it out). A power loss or OS crash may lose the newest commits, and the newest commit found
+    ///   afterwards may reference pages that never reached the disk (reads of them fail with `.corruption`,
+    ///   never wrong data). Atomicity, consistency and isolation hold; durability only against process
+    ///   crashes. For data that can be rebuilt: bulk loads redone from their source, tests.
     public var durability: Durability
     /// Bytes of decoded tree nodes kept in memory (default 64 MiB).
     public var nodeCacheBytes: Int

@@ -58,7 +58,7 @@ import Testing
         #expect(points > 3 * 6)
     }
 
-    @Test(arguments: [FaultInjectingSystemCalls.Call.pwrite, .fdatasync, .ftruncate])
+    @Test(arguments: [FaultInjectingSystemCalls.Call.pwrite, .fdatasync])
     func singleFailureIsTypedAndLeavesCommittedDataIntact(call: FaultInjectingSystemCalls.Call) throws {
         for nth in 1...6 {
             let dir = TemporaryDirectory()
@@ -67,6 +67,7 @@ import Testing
             let calls = FaultInjectingSystemCalls()
             calls.arm(.init(call: call, nth: nth, persistent: false, errno: EIO))
             let acked = Self.runWorkload(path, calls: calls, commits: 5)
+            #expect(calls.failuresInjected == 1, "\(call) #\(nth): the fault never fired")
             #expect(Self.openFileDescriptors(under: dir.path) == 0, "\(call) #\(nth): descriptor leak")
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             let recovered = Int(file.latestCommit.commitNumber) - 1

@@ -1,7 +1,7 @@
 import SofaStorage
 
 /// The document file, `NAME.sofa/docs`: one ``StorageFile`` holding document bodies and two trees
-/// (FORMAT-docs.md).
+/// (FORMAT.md §10.1).
 ///
 /// - **by-ID** (root 0): UTF-8 document ID → ``DocumentRecord`` (sequence, revision tree, leaf bodies). Its
 ///   reducer counts live, deleted and conflicted documents, so counts are O(1).
@@ -60,7 +60,7 @@ final class DocumentFile: @unchecked Sendable {
             lastSequence: try DocumentFile.lastSequence(in: commit, path: path))
     }
 
-    // MARK: - Commit metadata (FORMAT-docs.md, "Commit metadata")
+    // MARK: - Commit metadata (FORMAT.md §10.1, "Commit metadata")
 
     static func encodeMetadata(lastSequence: UInt64) -> [UInt8] {
         var out: [UInt8] = [metadataVersion]

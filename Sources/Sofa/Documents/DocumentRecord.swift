@@ -1,7 +1,7 @@
 import SofaStorage
 
 /// A by-ID tree entry's value: a document's sequence and revision tree, with the leaves' bodies
-/// (FORMAT-docs.md, "By-ID entries").
+/// (FORMAT.md §10.1, "By-ID entries").
 ///
 ///     u8      document flags: bit 0 the winner is deleted, bit 1 conflicted (two or more non-deleted leaves)
 ///     varint  sequence

@@ -101,7 +101,7 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         return RevisionID(generation: (parent?.generation ?? 0) + 1, digest: .md5(high: high, low: low))
     }
 
-    // MARK: - Stored form (FORMAT-docs.md, "Revisions")
+    // MARK: - Stored form (FORMAT.md §10.1, "Revisions")
 
     /// Appends the digest: 16 raw bytes for an MD5 digest (`isBinary`), else a varint length and UTF-8 text.
     func encodeDigest(into out: inout [UInt8]) {

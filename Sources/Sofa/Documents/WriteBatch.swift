@@ -46,12 +46,20 @@ final class WriteBatch {
     }
 
     /// The current state of `id`: the overlay, else the working by-ID tree.
+    ///
+    /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
+    /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
     func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
         if let p = pending[id] { return (p.record, p.storedSequence) }
-        // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
-        if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
-        guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
-        return (r, r.sequence)
+        do {
+            // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
+            if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
+            guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
+            return (r, r.sequence)
+        } catch {
+            failure = failure ?? error
+            throw error
+        }
     }
 
     /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the

@@ -1,6 +1,6 @@
 import SofaStorage
 
-/// A compact binary form of JSON for index rows and reductions (FORMAT-views.md, "Packed JSON").
+/// A compact binary form of JSON for index rows and reductions (FORMAT.md §10.2, "Packed JSON").
 ///
 /// Rows keep the emitted key and value in this form rather than as JSON text because reading it back needs
 /// no parsing: the built-in reducers find a number by its tag and load 8 bytes, and a query decodes a row's

@@ -37,7 +37,7 @@ public enum Reduce: Sendable {
     /// most half their input's size (CouchDB's `reduce_limit` rule).
     public static let reduceLimitBytes = 200
 
-    /// The kind byte stored in an index header (FORMAT-views.md): a change of kind resets the index.
+    /// The kind byte stored in an index header (FORMAT.md §10.2): a change of kind resets the index.
     var kind: UInt8 {
         switch self {
         case .count: 1
@@ -80,7 +80,7 @@ public enum Reduce: Sendable {
 
 /// The `Reducer` a rows tree is built with: computes a ``Reduce``'s stored reduction from row bytes.
 ///
-/// Stored forms (FORMAT-views.md, "Reductions"): count — nothing (the pointer's row count is the answer);
+/// Stored forms (FORMAT.md §10.2, "Reductions"): count — nothing (the pointer's row count is the answer);
 /// sum — a little-endian double; stats — five little-endian doubles, sum, count, min, max, sumsqr; custom —
 /// the packed JSON of the function's output.
 struct ViewReducer: Reducer {

@@ -1,6 +1,6 @@
 import SofaStorage
 
-/// A rows-tree key: `collation key ‖ escaped doc ID ‖ 0x00 ‖ varint emit index` (FORMAT-views.md, "Row keys").
+/// A rows-tree key: `collation key ‖ escaped doc ID ‖ 0x00 ‖ varint emit index` (FORMAT.md §10.2, "Row keys").
 ///
 /// The doc ID is escaped so that 0x00 can end it whatever bytes an ID holds: 0x00 → `01 01`, 0x01 → `01 02`,
 /// every other byte as is. The escape keeps raw byte order (a lower byte still gives lower bytes, and the
@@ -89,7 +89,7 @@ enum RowKey {
 }
 
 /// A rows-tree value: `varint collation-key length ‖ varint sequence ‖ varint packed-value length ‖ packed
-/// value ‖ packed key` (FORMAT-views.md, "Row values"). The emitted key is kept because collation keys cannot
+/// value ‖ packed key` (FORMAT.md §10.2, "Row values"). The emitted key is kept because collation keys cannot
 /// be decoded; the sequence is the emitting document's when it was mapped; the value comes before the key so
 /// the built-in reducers find a number after three varints.
 struct RowValue {
@@ -172,7 +172,7 @@ struct RowValue {
 }
 
 /// A back-index value: what one document emitted, so an update can remove its old rows
-/// (FORMAT-views.md, "Back-index"): `varint count`, then per emit, in emit order, `varint length ‖ collation key`.
+/// (FORMAT.md §10.2, "Back-index"): `varint count`, then per emit, in emit order, `varint length ‖ collation key`.
 enum BackIndexEntry {
     static func encode(_ keys: [[UInt8]]) -> [UInt8] {
         var out: [UInt8] = []

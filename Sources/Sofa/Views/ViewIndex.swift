@@ -4,7 +4,7 @@ import Glibc
 import SofaStorage
 import Synchronization
 
-/// What a view index's commit metadata records (FORMAT-views.md, "Header").
+/// What a view index's commit metadata records (FORMAT.md §10.2, "Header").
 struct ViewHeader: Equatable, Sendable {
     static let formatVersion: UInt8 = 1
 
@@ -68,7 +68,7 @@ struct ViewSnapshot: Sendable {
     let header: ViewHeader
 }
 
-/// A view's index file, `NAME.sofa/views/NAME` (FORMAT-views.md): a ``StorageFile`` holding
+/// A view's index file, `NAME.sofa/views/NAME` (FORMAT.md §10.2): a ``StorageFile`` holding
 ///
 /// - the **rows** tree (root 0): ``RowKey`` → ``RowValue``, in collation order of the emitted keys, then doc
 ///   ID; every inner pointer carries its subtree's row count and reduction (``ViewReducer``);

@@ -53,7 +53,8 @@ struct Recovery {
         var r = ByteReader(UnsafeRawBufferPointer(rebasing: all[FileFormat.chunkPrefixSize..<prefix.totalLength]),
                            fileOffset: UInt64(FileFormat.chunkPrefixSize), path: path)
         let magic: UInt32 = try r.readLittleEndian()
-        guard prefix.kind == .fileHeader, magic == FileFormat.fileMagic else {
+        guard prefix.kind == .fileHeader, magic == FileFormat.fileMagic, !prefix.isCompressed,
+              UInt64(prefix.totalLength) == Recovery.fileHeaderLength else {
             throw SofaError(.unsupportedFormat, "not a Sofa file (no SOFA file header)", path: path, offset: 0)
         }
         let version: UInt32 = try r.readLittleEndian()

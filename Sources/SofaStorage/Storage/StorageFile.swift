@@ -8,9 +8,11 @@ public enum Durability: Sendable, Equatable {
     /// Every commit is durable when it returns: data is `fdatasync`ed, then the commit header is written and
     /// `fdatasync`ed. Survives process crashes and power loss (ACID's D).
     case full
-    /// No `fsync`. A commit survives a crash of the process (the OS still writes it out) but a power loss or
-    /// OS crash may lose the latest commits; what reopens is always some earlier complete commit, never a
-    /// mix (A, C and I hold; D only against process crashes). For bulk loads and tests.
+    /// No `fsync`. A commit survives a crash of the process (the OS still writes it out). A power loss or OS
+    /// crash may lose the latest commits, and since the disk may write a header before the nodes it points to,
+    /// the newest commit found afterwards may reference chunks that never arrived: reads of them fail with
+    /// `.corruption` (never wrong data). A, C and I hold; D only against process crashes. For data that can be
+    /// rebuilt: bulk loads redone from their source, tests.
     case none
 }
 
