@@ -127,7 +127,8 @@ public final class StorageFile: @unchecked Sendable {
         do {
             mapping = try Mapping(fd: fd, length: Mapping.capacity(forFileSize: Int(size)), system: system)
         } catch { throw StorageFile.error(error, path: path) }
-        let found = try Recovery(mapping: mapping, fileSize: UInt64(size), path: path).newestCommit()
+        let found = try Recovery(mapping: mapping, fileSize: UInt64(size), path: path, fd: fd, system: system)
+            .newestCommit()
         if options.fileKind != 0 && found.fileKind != options.fileKind {
             throw SofaError(.unsupportedFormat, "file kind \(found.fileKind) where kind \(options.fileKind) was expected",
                             path: path)
