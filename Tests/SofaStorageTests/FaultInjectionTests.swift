@@ -81,7 +81,7 @@ import Testing
         let path = dir.file("tree")
         let calls = FaultInjectingSystemCalls()
         let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
         tree = try tree.modified(by: [.put([1], int64Value(1))])
         try file.commit(roots: [tree.root], metadata: [])
         calls.arm(.init(call: .fdatasync, nth: 1))
@@ -107,7 +107,7 @@ import Testing
         let calls = FaultInjectingSystemCalls()
         let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
         let config = BTreeConfiguration(nodeSize: 256, reducer: Int64SumReducer())
-        var tree = BTree(file: file, root: nil, configuration: config)
+        var tree = BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
         tree = try tree.modified(by: (0..<100).map { .put(numericKey($0), int64Value(1)) })
         try file.commit(roots: [tree.root], metadata: [])
         let committed = tree

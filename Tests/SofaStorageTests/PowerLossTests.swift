@@ -23,7 +23,7 @@ import Testing
                 }
             }
             let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
-            var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration)
+            var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
             for k in 1...25 {
                 tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
                 try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))

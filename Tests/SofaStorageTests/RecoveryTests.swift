@@ -18,7 +18,7 @@ import Testing
     static func build(seed: UInt64, commits: Int) throws -> Built {
         var built = Built(seed: seed)
         let file = try StorageFile(path: built.path, options: StorageOptions(durability: .none))
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
         built.ends.append(file.latestCommit.endOffset)
         for k in 1...commits {
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))

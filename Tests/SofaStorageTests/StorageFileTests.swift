@@ -60,7 +60,7 @@ import Testing
         let path = dir.file("f")
         do {
             let file = try StorageFile(path: path)
-            var tree = BTree(file: file, root: nil, configuration: BTreeConfiguration())
+            var tree = BTree(file: file, root: nil, configuration: BTreeConfiguration(), limit: StorageFile.unlimited)
             tree = try tree.modified(by: [.put([1], [2])])
             try file.commit(roots: [tree.root], metadata: [])
             try file.close()
@@ -120,7 +120,7 @@ import Testing
         let dir = TemporaryDirectory()
         let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))
         let config = BTreeConfiguration(nodeSize: 256, reducer: Int64SumReducer())
-        var tree = BTree(file: file, root: nil, configuration: config)
+        var tree = BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
         tree = try tree.modified(by: (0..<500).map { .put(numericKey($0), int64Value(1)) })
         let first = try file.commit(roots: [tree.root], metadata: [])
         let snapshot = BTree(file: file, commit: first, index: 0, configuration: config)

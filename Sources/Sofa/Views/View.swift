@@ -231,7 +231,8 @@ public final class View: @unchecked Sendable {
                 }
                 header = ViewHeader()
                 (header.mapVersion, header.reduceKind, header.definition) = wanted
-                let emptyTree = BTree(file: index!.storage, root: nil, configuration: index!.backConfiguration)
+                let emptyTree = BTree(file: index!.storage, root: nil, configuration: index!.backConfiguration,
+                                      limit: StorageFile.unlimited)
                 try index!.commit(rows: emptyTree, backIndex: emptyTree, header: header)
             }
         }

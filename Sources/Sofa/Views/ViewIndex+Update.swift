@@ -215,8 +215,10 @@ extension ViewIndex {
     /// removals (the rows the back-index says a document emitted before) and insertions over each tree.
     private func apply(changesSince since: UInt64, from snapshot: DocumentSnapshot, to current: ViewSnapshot,
                        mapper: Mapper, header: ViewHeader) throws -> Int {
-        var rows = BTree(file: storage, root: current.rows.root, configuration: rowsConfiguration)
-        var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration)
+        var rows = BTree(file: storage, root: current.rows.root, configuration: rowsConfiguration,
+                         limit: StorageFile.unlimited)
+        var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration,
+                         limit: StorageFile.unlimited)
         var batch: [(id: [UInt8], entry: [UInt8]?)] = []
         var documents = 0
         var inFlight: PendingBatch?

@@ -41,7 +41,7 @@ extension BTree {
             top = try writer.writeLeaves(existing: nil, actions: actions[...], nodes: &nodes)
         }
         guard var newRoot = try nodes.buildUpperLevels(top)?.pointer else {
-            return BTree(file: file, root: nil, configuration: configuration)
+            return BTree(file: file, root: nil, configuration: configuration, limit: StorageFile.unlimited)
         }
         // An inner root with a single child is replaced by that child, so depth shrinks after removals.
         while true {
@@ -49,7 +49,7 @@ extension BTree {
             guard !node.isLeaf, node.count == 1 else { break }
             newRoot = node.child(0)
         }
-        return BTree(file: file, root: newRoot, configuration: configuration)
+        return BTree(file: file, root: newRoot, configuration: configuration, limit: StorageFile.unlimited)
     }
 
     /// Rewrites the subtree at `offset` with `actions` applied; returns its replacement entries (none when it

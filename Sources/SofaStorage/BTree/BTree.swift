@@ -33,9 +33,9 @@ public struct BTree: Sendable {
     /// Reads stay below this offset: a commit's end, or ``StorageFile/unlimited`` for the writer's own trees.
     public let limit: UInt64
 
-    /// A tree rooted at `root`.
-    public init(file: StorageFile, root: NodePointer?, configuration: BTreeConfiguration,
-                limit: UInt64 = StorageFile.unlimited) {
+    /// A tree rooted at `root`, read below `limit`: a commit's ``CommitHeader/endOffset`` for a reader, or
+    /// ``StorageFile/unlimited`` for the writer's own uncommitted trees (only the single writer may use that).
+    public init(file: StorageFile, root: NodePointer?, configuration: BTreeConfiguration, limit: UInt64) {
         self.file = file
         self.root = root
         self.configuration = configuration
@@ -58,7 +58,9 @@ public struct BTree: Sendable {
     }
 
     /// The same tree read by the writer, able to see chunks it has not committed.
-    package var forWriter: BTree { BTree(file: file, root: root, configuration: configuration) }
+    package var forWriter: BTree {
+        BTree(file: file, root: root, configuration: configuration, limit: StorageFile.unlimited)
+    }
 
     // MARK: - Nodes
 

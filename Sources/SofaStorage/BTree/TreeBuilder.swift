@@ -105,6 +105,6 @@ public final class TreeBuilder {
             if !levels[level].isEmpty { try flushLevel(level) }
             level += 1
         }
-        return BTree(file: nodes.file, root: root, configuration: configuration)
+        return BTree(file: nodes.file, root: root, configuration: configuration, limit: StorageFile.unlimited)
     }
 }

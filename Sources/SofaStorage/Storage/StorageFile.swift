@@ -90,14 +90,17 @@ public final class StorageFile: @unchecked Sendable {
         self.options = options
         self.system = system
         self.nodeCache = NodeCache(capacityBytes: options.nodeCacheBytes)
-        let flags: Int32 = options.readOnly ? O_RDONLY : (O_RDWR | (options.create ? O_CREAT : 0))
+        let flags: Int32 = options.readOnly ? O_RDONLY : O_RDWR
         let fd: Int32
         do {
             fd = try system.open(path, flags: flags, mode: 0o644)
         } catch {
-            throw error.errno == ENOENT
-                ? SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
-                : StorageFile.error(error, path: path)
+            guard error.errno == ENOENT else { throw StorageFile.error(error, path: path) }
+            guard !options.readOnly && options.create else {
+                throw SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
+            }
+            try StorageFile.create(path: path, kind: options.fileKind, system: system)
+            do { fd = try system.open(path, flags: flags, mode: 0o644) } catch { throw StorageFile.error(error, path: path) }
         }
         var opened = false
         defer {
@@ -153,6 +156,34 @@ public final class StorageFile: @unchecked Sendable {
         if !wasClosed {
             if !options.readOnly { system.unlock(fd) }
             try? system.close(fd)
+        }
+    }
+
+    /// Creates the file atomically: header and first commit are written and synced under a temporary name,
+    /// which is then renamed into place and the directory synced. A crash at any point leaves either no file
+    /// or a complete one (and at worst a stray `.creating` file, never a half-written database file).
+    private static func create(path: String, kind: UInt32, system: any SystemCalls) throws {
+        let temporary = path + ".creating"
+        let fd: Int32
+        do {
+            fd = try system.open(temporary, flags: O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+        } catch {
+            throw StorageFile.error(error, path: temporary)
+        }
+        do {
+            try initialize(fd: fd, path: temporary, kind: kind, system: system)
+            try system.close(fd)
+        } catch {
+            try? system.close(fd)
+            try? system.unlink(temporary)
+            throw StorageFile.error(error, path: temporary)
+        }
+        do {
+            try system.rename(temporary, to: path)
+            try system.fsyncDirectory(directoryName(of: path))
+        } catch {
+            try? system.unlink(temporary)
+            throw StorageFile.error(error, path: path)
         }
     }
 
