@@ -119,7 +119,7 @@ import Testing
 final class ReaderProgress: Sendable {
     let done = Atomic(false)
     let checked = Atomic(0)
-    let failures = Mutex<[String]>([])
+    private let failures = Lock<[String]>([])
 
     func fail(_ message: String) { failures.withLock { $0.append(message) } }
     var failureList: [String] { failures.withLock { $0 } }
