@@ -45,7 +45,7 @@ import Testing
 
     @Test func fileInputsOpenOrFailWithATypedError() throws {
         let dir = TemporaryDatabaseDirectory("sofa-fuzz")
-        let result = Self.replay("file") { try SofaFuzzing.openDatabase($0, directory: dir.path) }
+        let result = Self.replay("file") { try SofaFuzzing.openFile($0, directory: dir.path) }
         #expect(result.accepted >= 2, "the valid seed files should open")
         // Every input is cleaned up after itself.
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == [])

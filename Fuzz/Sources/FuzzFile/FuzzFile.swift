@@ -12,7 +12,7 @@ import Glibc
 public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
     do {
-        _ = try SofaFuzzing.openDatabase(bytes, directory: fuzzDirectory)
+        _ = try SofaFuzzing.openFile(bytes, directory: fuzzDirectory)
     } catch is SofaError {
         // Rejected with a typed error: the contract holds.
     } catch {

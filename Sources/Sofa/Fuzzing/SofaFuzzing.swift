@@ -9,6 +9,28 @@ import Glibc
 /// `@_spi(Fuzzing) public` for the same reason as ``StorageFuzzing``: the fuzz targets are a package of their
 /// own, and the SPI keeps these out of the API that `import Sofa` shows.
 @_spi(Fuzzing) public enum SofaFuzzing {
+    /// Target (a): ``openDatabase(_:directory:)`` on the input as it is, then on a copy whose checksums are
+    /// recomputed (``StorageFuzzing/repairingChecksums(_:)``), so that the decoders behind the CRC are fuzzed too.
+    ///
+    /// - Returns: a number that depends on everything read.
+    /// - Throws: the first ``SofaError`` when neither copy is a readable Sofa file.
+    public static func openFile(_ bytes: [UInt8], directory: String) throws -> Int {
+        var firstError: SofaError?
+        var total = 0
+        var opened = false
+        let repaired = StorageFuzzing.repairingChecksums(bytes)
+        for input in repaired == bytes ? [bytes] : [bytes, repaired] {
+            do {
+                total &+= try openDatabase(input, directory: directory)
+                opened = true
+            } catch let error as SofaError {
+                firstError = firstError ?? error
+            }
+        }
+        if !opened, let firstError { throw firstError }
+        return total
+    }
+
     /// Target (a) at the database level: the bytes become the document file `docs` of a database directory,
     /// which is opened read-only, verified, queried for all documents (by ID and by sequence) and read
     /// document by document. The storage level (``StorageFuzzing/openAndVerify(_:directory:)``) runs first.

@@ -42,6 +42,39 @@ import Glibc
         return rows
     }
 
+    /// `bytes` with the CRC32C of every chunk and commit trailer recomputed, walking chunks from offset 0 by
+    /// their declared lengths (until one runs past the end).
+    ///
+    /// The file target opens both the input and this repaired copy: a mutation almost never keeps its chunk's
+    /// checksum right, so without the repair the fuzzer would stop at the CRC check and never reach the node,
+    /// header and document decoders behind it — the parsers that must survive bytes which pass their CRC.
+    public static func repairingChecksums(_ bytes: [UInt8]) -> [UInt8] {
+        var out = bytes
+        var offset = 0
+        out.withUnsafeMutableBytes { all in
+            func u32(_ at: Int) -> UInt32 {
+                UInt32(littleEndian: all.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+            }
+            func setCRC(at: Int, over range: Range<Int>) {
+                let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: all[range]))
+                all.storeBytes(of: crc.littleEndian, toByteOffset: at, as: UInt32.self)
+            }
+            while offset + FileFormat.chunkPrefixSize <= all.count {
+                if u32(offset + 8) == FileFormat.trailerMagic {
+                    setCRC(at: offset + 12, over: offset..<(offset + 12))
+                    offset += FileFormat.trailerSize
+                    continue
+                }
+                let stored = Int(u32(offset + 4))
+                guard stored <= all.count - offset - FileFormat.chunkPrefixSize else { break }
+                let end = offset + FileFormat.chunkPrefixSize + stored
+                setCRC(at: offset, over: (offset + 4)..<end)
+                offset = end
+            }
+        }
+        return out
+    }
+
     /// Target (b): decodes `bytes` as a chunk or a node payload. The first byte picks the path, so one corpus
     /// covers them all:
     ///
