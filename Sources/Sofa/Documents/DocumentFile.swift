@@ -148,11 +148,11 @@ struct DocumentSnapshot: Sendable {
             value = try JSON(parsing: bytes)
         } catch let error as SofaError {
             throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
-                            offset: Int(offset))
+                            offset: Int(clamping: offset))
         }
         guard case .object = value else {
             throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
-                            offset: Int(offset))
+                            offset: Int(clamping: offset))
         }
         return value
     }

@@ -56,7 +56,7 @@ extension BTree {
     }
 
     private func problem(_ message: String, _ offset: UInt64, _ state: inout VerifyState) {
-        state.problems.append(SofaError(.corruption, message, path: file.path, offset: Int(offset)))
+        state.problems.append(SofaError(.corruption, message, path: file.path, offset: Int(clamping: offset)))
     }
 
     private func compare(_ found: Found, with pointer: NodePointer, at offset: UInt64, state: inout VerifyState) {

@@ -66,13 +66,13 @@ public struct BTree: Sendable {
     package func node(at offset: UInt64) throws -> Node {
         guard offset < limit else {
             throw SofaError(.corruption, "node pointer \(offset) is past the end of its commit (\(limit))",
-                            path: file.path, offset: Int(offset))
+                            path: file.path, offset: Int(clamping: offset))
         }
         if let cached = file.nodeCache.node(at: offset) { return cached }
         let payload = try file.readChunk(at: offset, kind: nil, limit: limit)
         guard payload.kind == .leaf || payload.kind == .inner else {
             throw SofaError(.corruption, "a \(payload.kind) chunk where a tree node was expected",
-                            path: file.path, offset: Int(offset))
+                            path: file.path, offset: Int(clamping: offset))
         }
         let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
         file.nodeCache.insert(node, at: offset)

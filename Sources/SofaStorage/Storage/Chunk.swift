@@ -119,7 +119,7 @@ package enum Chunk {
         _ bytes: UnsafeRawBufferPointer, offset: UInt64, path: String, expecting kind: ChunkKind?
     ) throws -> Prefix {
         func corrupt(_ what: String) -> SofaError {
-            SofaError(.corruption, "chunk \(what)", path: path, offset: Int(offset))
+            SofaError(.corruption, "chunk \(what)", path: path, offset: Int(clamping: offset))
         }
         guard bytes.count >= FileFormat.chunkPrefixSize else { throw corrupt("prefix runs past the end of data") }
         let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt32.self))
@@ -152,7 +152,7 @@ package enum Chunk {
         guard n == Int32(rawLength) else {
             out.deallocate()
             throw SofaError(.corruption, "chunk does not decompress to its declared \(rawLength) bytes",
-                            path: path, offset: Int(offset))
+                            path: path, offset: Int(clamping: offset))
         }
         return ChunkPayload(taking: out, count: rawLength, offset: offset, kind: kind,
                             fileLength: FileFormat.chunkPrefixSize + stored.count)

@@ -223,7 +223,7 @@ public final class StorageFile: @unchecked Sendable {
         let mapping = try mapping(covering: end)
         guard offset < end, end - offset >= UInt64(FileFormat.chunkPrefixSize) else {
             throw SofaError(.corruption, "pointer to offset \(offset) is past the end of data (\(end))",
-                            path: path, offset: Int(offset))
+                            path: path, offset: Int(clamping: offset))
         }
         // The mapping covers [0, end) and `end` is within the written file, so these bytes are backed.
         let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(end - offset))
