@@ -1,7 +1,7 @@
 # Everyday targets. Each installs missing Debian packages first (tools/setup.sh).
 # The README's two commands do not need make: they are the `demo` and `test` recipes spelled out.
 
-.PHONY: setup demo test build release crash-test bench bench-quick clean
+.PHONY: setup demo test build release crash-test bench bench-quick clean fuzz tsan
 
 setup:
 	bash tools/setup.sh
@@ -31,3 +31,19 @@ bench-quick: setup
 
 clean:
 	rm -rf .build .build-* Benchmarks/.build
+
+# R6: build the libFuzzer targets (Fuzz/, a package of its own) and run each for FUZZ_SECONDS (default 60), seeded
+# from Tests/Fixtures/fuzz/<target>/; crashers land there as crash-* and the default suite replays them.
+# `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="file chunk"` for a longer run of some targets.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= file chunk json collation
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash tools/fuzz.sh $(FUZZ_TARGETS)
+
+# R10: the concurrency suites under ThreadSanitizer, longer than in the default suite, in a scratch directory of
+# their own so they do not rebuild .build. halt_on_error makes any report fail the run. -DSOFA_TSAN makes Sofa's
+# Lock a pthread mutex, which TSan sees (not so Synchronization.Mutex: Sources/SofaStorage/Support/Lock.swift).
+TSAN_COMMITS ?= 1000
+tsan: setup
+	SOFA_CONCURRENCY_COMMITS=$(TSAN_COMMITS) TSAN_OPTIONS=halt_on_error=1 \
+		swift test --sanitize=thread -Xswiftc -DSOFA_TSAN --scratch-path .build-tsan --filter 'ConcurrencyTests'

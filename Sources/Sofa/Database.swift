@@ -64,7 +64,7 @@ public final class Database: @unchecked Sendable {
     let notifier = ChangeNotifier()
     let viewRegistry = ViewRegistry()
     /// Serializes writers; holds whether the database is closed.
-    private let writeLock = Mutex(false)
+    private let writeLock = Lock(false)
     /// The thread inside the write lock (0 when none), so a write made inside a batch joins it.
     private let writerThread = Atomic<UInt>(0)
     private let closed = Atomic(false)

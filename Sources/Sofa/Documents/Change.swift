@@ -76,7 +76,7 @@ final class ChangeNotifier: Sendable {
         var queue: [ChangeBatch] = []
         var draining = false
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     func addListener(_ body: @escaping @Sendable (ChangeBatch) -> Void) -> UInt64 {
         state.withLock { s in

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A bounded cache of decoded nodes, keyed by chunk offset, shared by every reader and the writer of a file.
 ///
@@ -21,7 +20,7 @@ package final class NodeCache: Sendable {
     }
 
     package let capacityBytes: Int
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     package init(capacityBytes: Int) {
         self.capacityBytes = max(0, capacityBytes)

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// System calls that fail on command, for the reliability tests (RELIABILITY.md R2, R7, R8).
 ///
@@ -48,7 +47,7 @@ package final class FaultInjectingSystemCalls: SystemCalls {
     }
 
     private let base = PosixSystemCalls()
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     package init() {}
 

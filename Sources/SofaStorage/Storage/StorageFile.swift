@@ -65,7 +65,7 @@ public final class StorageFile: @unchecked Sendable {
         var header: CommitHeader
         var closed = false
     }
-    private let shared: Mutex<Shared>
+    private let shared: Lock<Shared>
     /// Bytes written to the file so far (committed or not); reads below it go through the mapping.
     private let flushedEnd: Atomic<UInt64>
 
@@ -146,7 +146,7 @@ public final class StorageFile: @unchecked Sendable {
         }
         self.fd = fd
         self.fileKind = found.fileKind
-        shared = Mutex(Shared(mapping: mapping, header: found.header))
+        shared = Lock(Shared(mapping: mapping, header: found.header))
         flushedEnd = Atomic(end)
         opened = true
     }
