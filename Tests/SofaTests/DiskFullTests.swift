@@ -103,12 +103,12 @@ import Testing
     }
 
     /// ENOSPC injected at the 1st, 2nd, … write of a batch's commit (data chunks, then the commit header), for
-    /// both durabilities: the batch fails with `.diskFull` and nothing of it is visible; the handle either
-    /// takes the batch again (the data write failed: nothing reached the file) or refuses writes until it is
-    /// reopened (the header write failed: fail-stop); after reopening the batch commits.
+    /// both durabilities: the batch fails with `.diskFull` and nothing of it is visible, and the same handle
+    /// takes the batch again once space is back — a header that did not fit is never a valid commit, so even a
+    /// failed header write is cut off rather than making the handle refuse writes (RELIABILITY.md contract 8).
     @Test func injectedDiskFullAtEveryWriteOfABatchCommit() throws {
         let dir = TemporaryDatabaseDirectory("sofa-enospc")
-        var sawRetryOnTheSameHandle = false, sawFailStop = false
+        var retries = 0
         for durability in [Durability.full, .none] {
             for point in 1...8 {
                 let context = "\(durability), ENOSPC at write \(point)"
@@ -129,14 +129,9 @@ import Testing
                     break
                 }
                 #expect(try DocumentFaultTests.contents(db) == before, "\(context): readers keep the last commit")
-                do {
-                    try DocumentFaultTests.batch(db)
-                    sawRetryOnTheSameHandle = true
-                    #expect(db.documentCount == 39 + 21, "\(context)")
-                } catch let error as SofaError {
-                    #expect(error.code == .writesRefused, "\(context): \(error)")
-                    sawFailStop = true
-                }
+                try DocumentFaultTests.batch(db)
+                retries += 1
+                #expect(db.documentCount == 39 + 21, "\(context)")
                 try db.close()
                 let reopened = try Database(path: path, options: testOptions())
                 let now = try DocumentFaultTests.contents(reopened)
@@ -147,6 +142,6 @@ import Testing
                 try reopened.close()
             }
         }
-        #expect(sawRetryOnTheSameHandle && sawFailStop, "both outcomes were reached")
+        #expect(retries >= 4, "ENOSPC was injected at only \(retries) points")
     }
 }

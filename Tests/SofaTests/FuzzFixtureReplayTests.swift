@@ -107,7 +107,7 @@ import Testing
     static func writeTreeFile(_ path: String) throws -> [UInt8] {
         let file = try StorageFile(path: path, options: StorageOptions(durability: .none))
         let configuration = BTreeConfiguration(nodeSize: 128, reducer: Int64SumReducer())
-        var tree = BTree(file: file, root: nil, configuration: configuration)
+        var tree = BTree(file: file, root: nil, configuration: configuration, limit: StorageFile.unlimited)
         tree = try tree.modified(by: (0..<40).map { BTreeAction.put([UInt8(0x61 + $0 / 8), UInt8($0)],
                                                                      Int64SumReducer.encode(Int64($0))) })
         try file.commit(roots: [tree.root], metadata: [1])
