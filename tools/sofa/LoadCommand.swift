@@ -18,7 +18,7 @@ struct LoadCommand: ParsableCommand {
     var file: String
 
     @Option(help: "Documents per commit.")
-    var batch = 10_000
+    var batch = 20_000
 
     @Option(help: ArgumentHelp(
         "When a batch is durable: full or none.",
@@ -37,31 +37,45 @@ struct LoadCommand: ParsableCommand {
         }
         defer { if fd != 0 { Glibc.close(fd) } }
         let db = try arguments.open(writable: true, create: true, durability: durability.value)
-        var reader = LineReader(fd: fd, path: file)
+        let reader = JSONLinesReader(fd: fd, path: file)
         var progress = Progress("load")
         var clock = Stopwatch()
         var loaded = 0
         var failure: SofaError?
         var failedLine = 0
-        while failure == nil && !reader.isAtEnd {
+        var chunk = JSONLinesReader.Chunk()
+        var position = 0
+        var finished = false
+        func fail(_ line: Int, _ error: SofaError) {
+            failure = SofaError(error.code, "line \(line): \(error.message)", path: file, offset: error.offset)
+            failedLine = line
+        }
+        while !finished {
             try db.inBatch {
                 var inBatch = 0
-                while inBatch < batch, failure == nil {
-                    let more = try reader.nextLine { line, number in
-                        guard !isBlank(line) else { return }
-                        do {
-                            try db.put(try JSON(parsing: line))
-                            inBatch += 1
-                        } catch let error as SofaError {
-                            failure = SofaError(error.code, "line \(number): \(error.message)", path: file,
-                                                offset: error.offset)
-                            failedLine = number
+                defer { loaded += inBatch }  // the batch commits what came before a bad line
+                while inBatch < batch {
+                    if position == chunk.documents.count {
+                        if let (line, error) = chunk.failure { return fail(line, error) }
+                        if chunk.isLast {
+                            finished = true
+                            return
                         }
+                        chunk = reader.next()
+                        position = 0
+                        continue
                     }
-                    if !more { break }
+                    do {
+                        try db.put(chunk.documents[position])
+                    } catch let error as SofaError {
+                        reader.cancel()
+                        return fail(chunk.lines[position], error)
+                    }
+                    position += 1
+                    inBatch += 1
                 }
-                loaded += inBatch  // the batch commits what came before a bad line
             }
+            if failure != nil { finished = true }
             progress.update(loaded)
         }
         let seconds = clock.lap()
@@ -80,10 +94,6 @@ struct LoadCommand: ParsableCommand {
                         "batches of \(grouped(batch)), durability \(durability.rawValue))")
         }
     }
-
-    private func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
-        line.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
-    }
 }
 
 /// `--durability full|none`.
@@ -91,71 +101,4 @@ enum DurabilityArgument: String, ExpressibleByArgument, CaseIterable {
     case full, none
 
     var value: Durability { self == .full ? .full : .none }
-}
-
-/// Lines of a file descriptor, read 4 MiB at a time; each line is handed out in place, without copying.
-struct LineReader {
-    private let fd: Int32
-    private let path: String
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var end = 0
-    private var eof = false
-    /// The number of the last line handed out (1-based).
-    private(set) var lineNumber = 0
-
-    init(fd: Int32, path: String) {
-        self.fd = fd
-        self.path = path
-        buffer = [UInt8](repeating: 0, count: 4 << 20)
-    }
-
-    /// True when every line has been handed out.
-    var isAtEnd: Bool { eof && start == end }
-
-    /// Calls `body` with the next line (without its newline) and its number; false when there are no more.
-    mutating func nextLine(_ body: (UnsafeRawBufferPointer, Int) throws -> Void) throws -> Bool {
-        while true {
-            let found: Int? = buffer.withUnsafeBytes { all in
-                guard start < end else { return nil }
-                let p = memchr(all.baseAddress! + start, 0x0A, end - start)
-                return p.map { all.baseAddress!.distance(to: UnsafeRawPointer($0)) }
-            }
-            if let newline = found {
-                lineNumber += 1
-                let range = start..<newline
-                start = newline + 1
-                try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range]), lineNumber) }
-                return true
-            }
-            if eof {
-                guard start < end else { return false }
-                lineNumber += 1  // a last line without a newline
-                let range = start..<end
-                start = end
-                try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range]), lineNumber) }
-                return true
-            }
-            try refill()
-        }
-    }
-
-    /// Moves the partial line to the front and reads more; grows the buffer for a line longer than it.
-    private mutating func refill() throws {
-        if start > 0 {
-            buffer.withUnsafeMutableBytes { all in
-                _ = memmove(all.baseAddress!, all.baseAddress! + start, end - start)
-            }
-            end -= start
-            start = 0
-        }
-        if end == buffer.count { buffer += [UInt8](repeating: 0, count: buffer.count) }
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, $0.count - end) }
-        if n < 0 {
-            if errno == EINTR { return }
-            throw SofaError(.ioError, "read failed: \(String(cString: strerror(errno)))", path: path)
-        }
-        if n == 0 { eof = true }
-        end += n
-    }
 }
