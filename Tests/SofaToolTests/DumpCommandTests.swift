@@ -26,7 +26,9 @@ import Testing
         let objects = json.jsonLines()
         #expect(objects.map { $0["id"] as? String } == ["a", "b", "c"])
         #expect(objects.map { $0["seq"] as? Int } == [2, 1, 3])
-        #expect(objects.allSatisfy { ($0["rev"] as? String)?.hasPrefix("1-") == true && $0["deleted"] as? Bool == false })
+        #expect(objects.allSatisfy {
+            ($0["rev"] as? String)?.hasPrefix("1-") == true && $0["deleted"] as? Bool == false
+        })
         #expect((objects[0]["body"] as? [String: Any])?["tags"] as? [String] == ["x", "y"])
 
         let limited = try Tool.run(["dump", path, "--json", "--limit", "2"])
@@ -83,7 +85,8 @@ import Testing
         #expect(table.status == 0)
         #expect(table.lines.count == 4)
         #expect(table.lines[0].split(separator: " ") ==
-                ["commit", "offset", "previous", "end", "time", "(UTC)", "last", "seq", "by-id", "rows", "by-seq", "rows"])
+                ["commit", "offset", "previous", "end", "time", "(UTC)", "last", "seq", "by-id", "rows", "by-seq",
+                 "rows"])
     }
 
     @Test func badUsageExitsWith2() throws {

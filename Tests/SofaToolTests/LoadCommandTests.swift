@@ -18,7 +18,8 @@ import Testing
         #expect(headers.map { $0["lastSequence"] as? Int } == [251, 200, 100, 0])
         let docs = try Tool.run(["dump", path, "--json"]).jsonLines()
         #expect(docs.count == 251)
-        #expect(docs.first { $0["id"] as? String == "doc00042" }.flatMap { ($0["body"] as? [String: Any])?["n"] as? Int } == 42)
+        let doc42 = docs.first { $0["id"] as? String == "doc00042" }
+        #expect((doc42?["body"] as? [String: Any])?["n"] as? Int == 42)
         #expect(docs.contains { ($0["body"] as? [String: Any])?["no"] as? String == "id" })
 
         // Standard input, JSON summary, updates with _rev.

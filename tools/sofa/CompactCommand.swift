@@ -14,6 +14,7 @@ struct CompactCommand: ParsableCommand {
     func run() throws {
         let db = try arguments.open(writable: true)
         let progress = Progress("compact")
+        progress.note("copying the live documents into docs\(Database.compactionSuffix)…")
         var clock = Stopwatch()
         let result = try db.compact()
         let seconds = clock.lap()

@@ -26,7 +26,9 @@ struct DumpCommand: ParsableCommand {
     var limit: Int?
 
     func validate() throws {
-        if headers && (tree || bySequence) { throw ValidationError("--headers cannot be combined with --tree or --by-seq") }
+        if headers && (tree || bySequence) {
+            throw ValidationError("--headers cannot be combined with --tree or --by-seq")
+        }
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
     }
 
@@ -56,7 +58,8 @@ struct DumpCommand: ParsableCommand {
                              "body": doc.userProperties])
             } else {
                 rows.append([doc.id, doc.revisionID, String(doc.sequence),
-                             doc.isDeleted ? "deleted" : conflicts > 0 ? "conflicted" : "", doc.userProperties.description])
+                             doc.isDeleted ? "deleted" : conflicts > 0 ? "conflicted" : "",
+                             doc.userProperties.description])
             }
             return true
         }

@@ -103,6 +103,13 @@ struct Progress {
         text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
     }
 
+    /// Shows a status for work whose progress cannot be counted (a verify or a compaction inside the library).
+    func note(_ text: String) {
+        guard enabled else { return }
+        let line = "\r\(label): \(text)"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
     /// Erases the progress line.
     func finish() {
         guard enabled else { return }

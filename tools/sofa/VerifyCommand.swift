@@ -15,8 +15,8 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var arguments: DatabaseArguments
 
     func run() throws {
-        var progress = Progress("verify")
-        progress.update(0)
+        let progress = Progress("verify")
+        progress.note("reading every node, entry and body…")
         let problems: [SofaError]
         var summary: (documents: Int, deleted: Int, lastSequence: UInt64)?
         do {
