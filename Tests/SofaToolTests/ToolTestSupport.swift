@@ -70,6 +70,7 @@ enum Tool {
         let path = dir.path + "/\(name).sofa"
         let result = try run(["load", path, "-", "--batch", String(batch), "--durability", "none"], input: lines)
         #expect(result.status == 0, "load failed: \(result.error)", sourceLocation: sourceLocation)
+        try expectVerifies(path, sourceLocation: sourceLocation)
         return path
     }
 

@@ -16,7 +16,9 @@ struct DumpCommand: ParsableCommand {
     @Flag(name: .customLong("by-seq"), help: "Changes in sequence order (with --tree: the by-sequence tree).")
     var bySequence = false
 
-    @Flag(help: "The nodes of a tree: offset, kind, level, entries, bytes, first and last key.")
+    @Flag(help: ArgumentHelp(
+        "The nodes of a tree: offset, kind, level, entries, bytes, first and last key.",
+        discussion: "An inner node's keys are its separators: each is the largest key of one child's subtree."))
     var tree = false
 
     @Flag(help: "The commit history, newest first.")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Sofa
@@ -67,6 +68,38 @@ import Testing
         #expect(try reopened.document(id: "late")?.userProperties == ["after": true])
         expectSound(reopened, "reopened")
         try reopened.close()
+    }
+
+    @Test func readersOnOtherThreadsKeepReadingDuringCompaction() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-compact")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try Self.populate(db)
+        let expected = try DocumentFaultTests.contents(db)
+        let failures = Mutex<[String]>([])
+        let stop = Atomic(false)
+        var readers: [Thread] = []
+        for r in 0..<3 {
+            let thread = Thread {
+                var rounds = 0
+                while !stop.load(ordering: .acquiring) || rounds == 0 {
+                    rounds += 1
+                    do {
+                        let seen = try DocumentFaultTests.contents(db)
+                        if seen != expected { failures.withLock { $0.append("reader \(r): contents differ") } }
+                    } catch {
+                        failures.withLock { $0.append("reader \(r): \(error)") }
+                    }
+                }
+            }
+            readers.append(thread)
+            thread.start()
+        }
+        for _ in 0..<5 { try db.compact() }
+        stop.store(true, ordering: .releasing)
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        #expect(failures.withLock { $0 } == [])
+        expectSound(db)
+        try db.close()
     }
 
     @Test func compactingAnEmptyDatabaseWorks() throws {
