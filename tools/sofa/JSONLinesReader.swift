@@ -91,6 +91,9 @@ final class JSONLinesReader: @unchecked Sendable {
     static let chunkSize = 2048
 
     private let queue = Mutex<[Chunk]>([])
+    /// Chunks the writer is done with, freed on the parser's thread: tearing down a million parsed documents
+    /// is work the writer need not do.
+    private let spent = Mutex<[Chunk]>([])
     private let free = DispatchSemaphore(value: JSONLinesReader.depth)
     private let ready = DispatchSemaphore(value: 0)
     private let cancelled = Atomic(false)
@@ -119,8 +122,9 @@ final class JSONLinesReader: @unchecked Sendable {
         if let thread { pthread_join(thread, nil) }
     }
 
-    /// The next chunk, waiting for the parser if needed.
-    func next() -> Chunk {
+    /// The next chunk, waiting for the parser if needed; `done` (the previous chunk) is freed by the parser.
+    func next(returning done: Chunk) -> Chunk {
+        if !done.documents.isEmpty { spent.withLock { $0.append(done) } }
         ready.wait()
         let chunk = queue.withLock { $0.removeFirst() }
         free.signal()
@@ -134,6 +138,11 @@ final class JSONLinesReader: @unchecked Sendable {
     }
 
     private func publish(_ chunk: Chunk) -> Bool {
+        let garbage = spent.withLock { chunks in
+            defer { chunks.removeAll() }
+            return chunks
+        }
+        _ = consume garbage  // freed here, on this thread
         free.wait()
         if cancelled.load(ordering: .acquiring) { return false }
         queue.withLock { $0.append(chunk) }

@@ -47,7 +47,8 @@ struct LoadCommand: ParsableCommand {
         var position = 0
         var finished = false
         func fail(_ line: Int, _ error: SofaError) {
-            failure = SofaError(error.code, "line \(line): \(error.message)", path: file, offset: error.offset)
+            // The parser's offset counts from the start of the line, and the message already gives it.
+            failure = SofaError(error.code, "line \(line): \(error.message)", path: file)
             failedLine = line
         }
         while !finished {
@@ -61,7 +62,7 @@ struct LoadCommand: ParsableCommand {
                             finished = true
                             return
                         }
-                        chunk = reader.next()
+                        chunk = reader.next(returning: chunk)
                         position = 0
                         continue
                     }
@@ -82,8 +83,9 @@ struct LoadCommand: ParsableCommand {
         progress.finish()
         try db.close()
         if let failure {
-            throw SofaError(failure.code, failure.message + " — stopped there; the \(grouped(loaded)) documents " +
-                            "before line \(failedLine) are loaded", path: failure.path, offset: failure.offset)
+            let kept = loaded == 1 ? "the 1 document" : "the \(grouped(loaded)) documents"
+            throw SofaError(failure.code, failure.message + " — stopped there; \(kept) before line \(failedLine) " +
+                            "\(loaded == 1 ? "is" : "are") loaded", path: failure.path)
         }
         let rate = Int(Double(loaded) / max(seconds, 1e-9))
         if arguments.json {
