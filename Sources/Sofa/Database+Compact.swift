@@ -97,7 +97,16 @@ extension DocumentFile {
         }
         let options = StorageOptions(readOnly: false, durability: durability, create: false,
                                      fileKind: DocumentFile.fileKind, nodeCacheBytes: cacheBytes)
-        let newFile = try StorageFile(path: finalPath, options: options, system: system)
+        let newFile: StorageFile
+        do {
+            newFile = try StorageFile(path: finalPath, options: options, system: system)
+        } catch {
+            // The old file is no longer at `finalPath`: writing on would go to an unlinked file and be lost, so
+            // close it and make every later call fail until the database is reopened.
+            try? oldFile.close()
+            throw SofaError(.writesRefused, "compaction replaced the file but could not reopen it (\(error)); " +
+                            "reopen the database", path: finalPath)
+        }
         replaceStorage(with: newFile)
         if let syncError { throw syncError }
         return CompactionResult(path: finalPath, sizeBefore: oldFile.latestCommit.endOffset,

@@ -55,7 +55,8 @@ import Testing
         let path = try Self.updatedDatabase(dir, count: 20000)
         let dumpBefore = try Tool.run(["dump", path, "--json"]).output
         var killedMidway = 0
-        for delay in [2_000, 10_000, 30_000, 60_000, 120_000] {
+        let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
+        for delay in delays {
             let original = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
             let process = Process()
             process.executableURL = URL(fileURLWithPath: DemoCommandTests.sofa)
@@ -78,7 +79,8 @@ import Testing
             #expect(try Tool.run(["dump", path, "--json"]).output == dumpBefore, "delay \(delay)")
             try Tool.expectVerifies(path)
         }
-        print("compactions killed before their rename: \(killedMidway) of 5")
+        print("compactions killed before their rename: \(killedMidway) of \(delays.count)")
+        #expect(killedMidway > 0, "no kill landed mid-way; the test proved nothing")
     }
 
     @Test func errorsAndUsage() throws {

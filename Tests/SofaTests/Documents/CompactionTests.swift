@@ -139,6 +139,29 @@ import Testing
         }
     }
 
+    @Test func failedReopenAfterTheRenameRefusesWritesUntilReopened() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-compact")
+        let path = dir.database()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: testOptions(), system: faults)
+        try Self.populate(db)
+        let before = try DocumentFaultTests.contents(db)
+        // Opens during compaction: the temporary file, its directory (sync), the directory after the rename,
+        // then the renamed file — the one that fails.
+        faults.arm(.init(call: .open, nth: 4))
+        expectSofaError(.writesRefused) { try db.compact() }
+        #expect(faults.failuresInjected == 1)
+        faults.arm(nil)
+        #expect(throws: SofaError.self) { try db.put(["lost": true], id: "never") }
+        try? db.close()
+
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(try DocumentFaultTests.contents(reopened) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "/docs.compact"))
+        expectSound(reopened)
+        try reopened.close()
+    }
+
     @Test func leftoverTemporaryFileIsRemovedOnWritableOpenOnly() throws {
         let dir = TemporaryDatabaseDirectory("sofa-compact")
         let path = dir.database()
