@@ -92,7 +92,8 @@ struct LoadCommand: ParsableCommand {
             Output.json(["loaded": JSON(loaded), "seconds": ratio(seconds), "docsPerSecond": JSON(rate),
                          "batch": JSON(batch), "durability": JSON(durability.rawValue)])
         } else {
-            Output.line("loaded \(grouped(loaded)) documents in \(formatTime(seconds)) (\(grouped(rate)) docs/s, " +
+            let documents = "\(grouped(loaded)) document\(loaded == 1 ? "" : "s")"
+            Output.line("loaded \(documents) in \(formatTime(seconds)) (\(grouped(rate)) docs/s, " +
                         "batches of \(grouped(batch)), durability \(durability.rawValue))")
         }
     }
