@@ -61,6 +61,7 @@ public final class Database: @unchecked Sendable {
     public let options: DatabaseOptions
     let documents: DocumentFile
     let notifier = ChangeNotifier()
+    let viewRegistry = ViewRegistry()
     /// The system-call layer every file of the database goes through (fault injection in tests).
     let system: any SystemCalls
     /// Serializes writers (and compaction); holds whether the database is closed.
@@ -131,6 +132,7 @@ public final class Database: @unchecked Sendable {
             guard !isClosed else { return }
             isClosed = true
             closed.store(true, ordering: .releasing)
+            viewRegistry.closeAll()
             try documents.close()
         }
         notifier.finish()

@@ -29,9 +29,10 @@ public enum AllDocsMode: Sendable, Hashable {
 /// for row in try query.run() { print(row.documentID!, row.value!) }
 /// ```
 public struct Query: Sendable {
-    /// What a query reads. Views will add their index here.
+    /// What a query reads.
     package enum Source: Sendable {
         case allDocuments
+        case view(View)
     }
 
     /// The database the query reads.
@@ -54,16 +55,31 @@ public struct Query: Sendable {
     public var skip = 0
     /// Only rows with these keys; ``startKey`` and ``endKey`` are then ignored. All-documents queries return
     /// them in the order given (reversed when ``descending``), one row per listed key that names a document
-    /// the mode includes.
+    /// the mode includes. View queries return every row whose key equals one of them, in ascending key order
+    /// (reversed when ``descending``), each key once however often it is listed.
     public var keys: [JSON]?
     /// When non-zero, the end key (the start key when ``descending``) matches as a prefix: with 1, an
-    /// all-documents end key `"foo"` also matches `"foolish"` but not `"fong"`. (For document IDs every level
+    /// end key `"foo"` also matches `"foolish"` but not `"fong"`, and `[1]` matches `[1, "x"]`; with 2 the
+    /// last item of an array end key is the prefix (`[1, "x"]` matches `[1, "xtc"]`), and so on. (For document IDs every level
     /// above 0 means the same; ``AllDocsMode/bySequence`` keys are numbers and ignore it.)
     public var prefixMatchLevel = 0
     /// Which documents an all-documents query returns; ignored by other queries.
     public var allDocsMode: AllDocsMode = .allDocs
     /// A test every row must pass; ``skip`` and ``limit`` count only rows that pass.
     public var postFilter: (@Sendable (QueryRow) -> Bool)?
+    /// With several rows under ``startKey``, start at those of this document (view queries).
+    public var startKeyDocID: String?
+    /// With several rows under ``endKey``, end at those of this document (view queries).
+    public var endKeyDocID: String?
+    /// Return the index rows even when the view has a reduce function.
+    public var mapOnly = false
+    /// When positive, rows are grouped: array keys by their first `groupLevel` items, other keys by equality,
+    /// each group reduced to one row (view queries).
+    public var groupLevel = 0
+    /// Whether the view's index is brought up to date before the query runs (default ``IndexUpdateMode/before``).
+    public var indexUpdateMode: IndexUpdateMode = .before
+    /// Sort the output rows by these, first descriptor first, before ``skip`` and ``limit`` apply.
+    public var sortDescriptors: [QuerySortDescriptor] = []
 
     package init(database: Database, source: Source) {
         self.database = database
@@ -85,8 +101,15 @@ public struct Query: Sendable {
         if skip < 0 { throw SofaError(.invalidArgument, "skip must not be negative") }
         if let limit, limit < 0 { throw SofaError(.invalidArgument, "limit must not be negative") }
         if prefixMatchLevel < 0 { throw SofaError(.invalidArgument, "prefixMatchLevel must not be negative") }
+        if groupLevel < 0 { throw SofaError(.invalidArgument, "groupLevel must not be negative") }
         switch source {
-        case .allDocuments: return try runAllDocuments()
+        case .allDocuments:
+            if sortDescriptors.isEmpty { return try runAllDocuments() }
+            var unlimited = self
+            (unlimited.skip, unlimited.limit) = (0, nil)
+            let all = try unlimited.runAllDocuments()
+            return all.replacingRows(Query.page(Query.sorted(all.rows, by: sortDescriptors), skip: skip, limit: limit))
+        case .view(let view): return try runView(view)
         }
     }
 }

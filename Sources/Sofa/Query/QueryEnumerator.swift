@@ -25,6 +25,11 @@ public struct QueryEnumerator: RandomAccessCollection, Sendable, Equatable {
         self.database = database
     }
 
+    /// The same result with other rows (sorted or paged after the fact).
+    func replacingRows(_ rows: [QueryRow]) -> QueryEnumerator {
+        QueryEnumerator(rows: rows, sequenceNumber: sequenceNumber, totalRows: totalRows, database: database)
+    }
+
     /// The position of the first row.
     public var startIndex: Int { rows.startIndex }
     /// The position after the last row.

@@ -103,8 +103,23 @@ extension BTree {
                             fold: inout GroupFold) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
-            for i in leafSpan(node, range) where try !fold.addRow(node.key(i), node.value(i)) {
-                return false
+            let span = leafSpan(node, range)
+            var i = span.lowerBound
+            while i < span.upperBound {
+                guard fold.currentGroupContains(node.key(i)) else {
+                    if try !fold.addRow(node.key(i), node.value(i)) { return false }  // a new group starts
+                    i += 1
+                    continue
+                }
+                // The rest of the group in this leaf: groups are contiguous, so its end is found by binary
+                // search instead of comparing every row.
+                var low = i + 1, high = span.upperBound
+                while low < high {
+                    let mid = (low + high) / 2
+                    if fold.currentGroupContains(node.key(mid)) { low = mid + 1 } else { high = mid }
+                }
+                for j in i..<low { fold.pendingRows.append((node.key(j), node.value(j))) }
+                i = low
             }
             return try fold.leaveLeaf()
         }

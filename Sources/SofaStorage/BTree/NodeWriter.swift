@@ -83,23 +83,24 @@ package struct NodeWriter {
         file.nodeCache.insert(try Node(payload: payload, isLeaf: kind == .leaf, path: file.path), at: offset)
     }
 
-    /// Splits items of the given sizes into runs of about equal size, each at most `nodeSize` where possible
-    /// and never empty; returns the run boundaries as ranges of indices.
+    /// Splits items of the given sizes into runs of about equal size — `ceil(total / nodeSize)` runs, each
+    /// within one item of `total / runs` — never empty. Cuts fall at the cumulative boundaries
+    /// `k · total / runs`, so no shortfall piles up in the last run.
     package static func evenRuns(sizes: [Int], nodeSize: Int) -> [Range<Int>] {
         guard !sizes.isEmpty else { return [] }
         let total = sizes.reduce(0, +)
         let runs = max(1, (total + nodeSize - 1) / nodeSize)
         if runs == 1 { return [0..<sizes.count] }
-        let target = (total + runs - 1) / runs
         var out: [Range<Int>] = []
-        var start = 0, filled = 0
+        out.reserveCapacity(runs)
+        var start = 0, before = 0
         for (i, s) in sizes.enumerated() {
-            if filled > 0 && filled + s > target && out.count < runs - 1 {
+            // Cut before item i when its middle lies past the next boundary.
+            if i > start && out.count < runs - 1 && before + s / 2 > (out.count + 1) * total / runs {
                 out.append(start..<i)
                 start = i
-                filled = 0
             }
-            filled += s
+            before += s
         }
         out.append(start..<sizes.count)
         return out

@@ -237,6 +237,15 @@ public final class StorageFile: @unchecked Sendable {
                             offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
     }
 
+    /// Drops this process's resident pages of the file's mapping; they stay in the OS page cache, and later
+    /// reads fault them back in. A scan of a whole large file (a first view build) calls it now and then so
+    /// that its resident set stays bounded by what it holds, not by the file's size.
+    package func releaseResidentPages() {
+        guard let mapping = try? shared.withLock({ s throws(SofaError) -> Mapping in s.mapping }) else { return }
+        // A shared read-only file mapping: MADV_DONTNEED only unmaps pages, their contents come back from the file.
+        _ = madvise(UnsafeMutableRawPointer(mutating: mapping.base), mapping.length, MADV_DONTNEED)
+    }
+
     /// A limit that lets the writer read chunks it has not committed yet.
     public static let unlimited = UInt64.max
 
@@ -361,6 +370,8 @@ public final class StorageFile: @unchecked Sendable {
         }
         guard !wasClosed else { return }
         pending.removeAll()
+        // Free the decoded nodes now, so a close pays for its own cleanup rather than whatever runs next.
+        nodeCache.removeAll()
         if !options.readOnly { system.unlock(fd) }
         do { try system.close(fd) } catch { throw StorageFile.error(error, path: path) }
     }

@@ -1,19 +1,18 @@
 import ArgumentParser
 import Glibc
 import Sofa
-import SofaStorage
 
-/// `sofa demo`: the main job in one command — make a music library, index it, query it, with timings.
+/// `sofa demo`: the main job in one command — make a music library, load it, define views, query them.
 ///
-/// Until the View layer lands, the index is built directly on the engine the views will use: rows keyed by the
-/// collation encoding of `[genre, artist, album, title]` plus the document ID, the sum of durations stored with
-/// every subtree, and grouped queries answered from those stored sums.
+/// The views are declarative (stored in their index files), so after the demo the database can be explored with
+/// the other verbs and from code without redefining them: `byHierarchy` (`[genre, artist, album, title]` →
+/// duration, sum), `byYear` (year → duration, stats) and `byArtist` (artist, count).
 struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Generate a music library, index it by genre/artist/album/title, and run grouped queries.")
+        abstract: "Load a generated music library, index it with three views, and run the Couchbase Lite guide queries.")
 
-    @Argument(help: "Directory for the demo database (replaced if it exists).")
+    @Argument(help: "Directory of the demo database (replaced if it exists).")
     var directory = "music.sofa"
 
     @Option(help: "Number of tracks to generate.")
@@ -21,154 +20,149 @@ struct DemoCommand: ParsableCommand {
 
     func validate() throws {
         guard docs > 0 else { throw ValidationError("--docs must be positive") }
+        guard directory.hasSuffix(".sofa") else { throw ValidationError("the directory must end in .sofa") }
     }
 
     func run() throws {
         print("Sofa demo: \(grouped(docs)) tracks into \(directory)\n")
-        try prepare(directory)
-
+        try removeDatabase(directory)
         var clock = Stopwatch()
         var library = MusicLibrary(seed: 42)
         let tracks = library.tracks(count: docs)
-        var text: [UInt8] = []
-        for t in tracks {
-            try t.serialize(into: &text)
-            text.append(0x0A)
-        }
-        step("1. Generated \(grouped(docs)) track documents, \(megabytes(text.count)) of JSON lines", clock.lap())
+        step("1. Generated \(grouped(docs)) track documents", clock.lap())
 
-        var parsed: [JSON] = []
-        parsed.reserveCapacity(docs)
-        try text.withUnsafeBytes { all in
-            var start = 0
-            for i in 0..<all.count where all[i] == 0x0A {
-                parsed.append(try JSON(parsing: UnsafeRawBufferPointer(rebasing: all[start..<i])))
-                start = i + 1
+        let db = try Database(path: directory)
+        defer { try? db.close() }
+        for start in stride(from: 0, to: tracks.count, by: 5_000) {
+            try db.inBatch {
+                for track in tracks[start..<min(start + 5_000, tracks.count)] {
+                    _ = try db.put(track, id: track["_id"]?.stringValue)
+                }
             }
         }
-        let parseTime = clock.lap()
-        precondition(parsed == tracks, "parse(serialize(x)) must equal x")
-        step("2. Parsed them back (\(Int(Double(text.count) / parseTime / 1e6)) MB/s)", parseTime)
+        let loadTime = clock.lap()
+        step("2. Stored them in batches of 5,000 durable commits (\(grouped(Int(Double(docs) / loadTime))) docs/s)",
+             loadTime)
 
-        let index = try TrackIndex.build(path: directory + "/byHierarchy", tracks: parsed)
-        let buildTime = clock.lap()
-        let problems = index.tree.verify().problems
-        step("3. Indexed by [genre, artist, album, title] with the sum of durations: \(grouped(docs)) rows " +
-             "(\(grouped(Int(Double(docs) / buildTime))) rows/s), \(megabytes(index.fileSize)) on disk, " +
-             "verify \(problems.isEmpty ? "clean" : "found \(problems.count) problems")", buildTime)
+        let hierarchy = try db.defineView(named: "byHierarchy", keyPaths: ["genre", "artist", "album", "title"],
+                                          valuePath: "duration", reduce: .sum, documentType: "track")
+        let byYear = try db.defineView(named: "byYear", keyPaths: ["year"], valuePath: "duration", reduce: .stats,
+                                       documentType: "track")
+        let byArtist = try db.defineView(named: "byArtist", keyPaths: ["artist"], reduce: .count,
+                                         documentType: "track")
+        for view in [hierarchy, byYear, byArtist] { try view.updateIndex() }
+        let indexTime = clock.lap()
+        step("3. Indexed three views: \(grouped(3 * docs)) rows (\(grouped(Int(Double(3 * docs) / indexTime))) rows/s)",
+             indexTime)
         print("")
-        try queries(index, tracks: parsed)
-        print("\nThe index is in \(directory)/byHierarchy; FORMAT.md describes every byte of it.")
+        try queries(hierarchy: hierarchy, byYear: byYear, byArtist: byArtist, tracks: tracks)
+
+        var problems = try db.verify()
+        for view in [hierarchy, byYear, byArtist] { problems += try view.verify() }
+        step("Verified the document file and every index: " +
+             (problems.isEmpty ? "clean" : "\(problems.count) problems: \(problems.prefix(3))"), clock.lap())
+        print("\nThe database is in \(directory); FORMAT.md describes every byte of it.")
     }
 
-    private func queries(_ index: TrackIndex, tracks: [JSON]) throws {
+    private func queries(hierarchy: View, byYear: View, byArtist: View, tracks: [JSON]) throws {
         var clock = Stopwatch()
-        let genres = try index.groups(level: 1)
-        let t1 = clock.lap()
-        table("groupLevel 1: play time per genre (first 10 of \(genres.count), in collation order)", t1,
-              ["genre", "tracks", "hours"],
-              genres.prefix(10).map { [$0.key[0]?.stringValue ?? "", grouped($0.count), hours($0.sum)] })
+        var query = hierarchy.createQuery()
+        query.groupLevel = 1
+        let genres = try query.run()
+        table("groupLevel 1 on byHierarchy: play time per genre (first 10 of \(genres.count))", clock.lap(),
+              ["genre", "hours"], genres.prefix(10).map { [$0.key(at: 0)?.stringValue ?? "", hours($0.value)] })
 
-        let genre = genres.max { $0.count < $1.count }!.key[0]!
-        let artists = try index.groups(level: 2, prefix: [genre])
-        let t2 = clock.lap()
-        table("groupLevel 2: artists of \(genre.stringValue!) (startKey [genre], endKey [genre, {}]; " +
-              "first 8 of \(artists.count))", t2, ["artist", "tracks", "hours"],
-              artists.prefix(8).map { [$0.key[1]?.stringValue ?? "", grouped($0.count), hours($0.sum)] })
+        let genre = try largestGroup(hierarchy, groupLevel: 1, prefix: [])
+        query.groupLevel = 2
+        query.startKey = [genre]
+        query.endKey = [genre, [:]]
+        let artists = try query.run()
+        table("groupLevel 2, startKey [\"\(genre.stringValue!)\"], endKey [\"\(genre.stringValue!)\", {}]: its artists " +
+              "(first 8 of \(artists.count))", clock.lap(), ["artist", "hours"],
+              artists.prefix(8).map { [$0.key(at: 1)?.stringValue ?? "", hours($0.value)] })
 
-        let artist = artists.max { $0.count < $1.count }!.key[1]!
-        let albums = try index.groups(level: 3, prefix: [genre, artist])
-        let t3 = clock.lap()
-        table("groupLevel 3: albums of \(artist.stringValue!)", t3, ["album", "tracks", "minutes"],
-              albums.prefix(8).map { [$0.key[2]?.stringValue ?? "", grouped($0.count), String($0.sum / 60)] })
+        let artist = try largestGroup(hierarchy, groupLevel: 2, prefix: [genre])
+        query.groupLevel = 3
+        query.startKey = [genre, artist]
+        query.endKey = [genre, artist, [:]]
+        let albums = try query.run()
+        table("groupLevel 3: the albums of \(artist.stringValue!) (the Mope-Rock/Radiohead drill-down)", clock.lap(),
+              ["album", "minutes"],
+              albums.prefix(8).map { [$0.key(at: 2)?.stringValue ?? "", String(Int(($0.value?.doubleValue ?? 0) / 60))] })
 
-        let last = try index.rows(prefix: [genre, artist], descending: true, limit: 5)
-        let t4 = clock.lap()
-        table("descending: the last 5 tracks of \(artist.stringValue!) by key", t4, ["album", "title", "seconds"],
-              last.map { [$0.key[2]?.stringValue ?? "", $0.key[3]?.stringValue ?? "", String($0.duration)] })
+        var recent = byYear.createQuery()
+        recent.mapOnly = true
+        recent.descending = true
+        recent.startKey = 2024
+        recent.endKey = 2020
+        recent.limit = 5
+        let latest = try recent.run()
+        table("descending byYear from 2024 to 2020, limit 5 (map only)", clock.lap(), ["year", "track", "seconds"],
+              latest.map { [$0.key.description, $0.documentID ?? "", $0.value?.description ?? ""] })
 
-        let whole = try index.reduce(prefix: [genre])
-        let t5 = clock.lap()
-        let naive = tracks.filter { $0["genre"] == genre }.reduce(0) { $0 + ($1["duration"]?.intValue ?? 0) }
+        var perYear = byYear.createQuery()
+        perYear.groupLevel = 1
+        perYear.startKey = 2015
+        perYear.endKey = 2019
+        let stats = try perYear.run()
+        table("stats reduce per year, 2015…2019 (sum, count, min, max, sumsqr)", clock.lap(),
+              ["year", "tracks", "min", "max", "avg"],
+              stats.map { row in
+                  let s = row.value
+                  let count = s?["count"]?.doubleValue ?? 0
+                  return [row.key.description, grouped(Int(count)), s?["min"]?.description ?? "",
+                          s?["max"]?.description ?? "", String(Int((s?["sum"]?.doubleValue ?? 0) / max(count, 1)))]
+              })
+
+        var prefix = byArtist.createQuery()
+        prefix.startKey = "The B"
+        prefix.endKey = "The B"
+        prefix.prefixMatchLevel = 1
+        prefix.groupLevel = 1
+        let theB = try prefix.run()
+        table("prefixMatchLevel 1: artists starting with \"The B\", with their track counts (first 6 of \(theB.count))",
+              clock.lap(), ["artist", "tracks"],
+              theB.prefix(6).map { [$0.key.stringValue ?? "", $0.value?.description ?? ""] })
+
+        var total = hierarchy.createQuery()
+        total.startKey = [genre]
+        total.endKey = [genre, [:]]
+        let sum = try total.run().first?.value?.doubleValue ?? 0
+        let naive = tracks.filter { $0["genre"] == genre }.reduce(0) { $0 + ($1["duration"]?.doubleValue ?? 0) }
         table("reduce over a range: all of \(genre.stringValue!), from stored subtree sums (a scan agrees: " +
-              "\(naive == whole.sum ? "yes" : "NO"))", t5, ["tracks", "hours"],
-              [[grouped(whole.count), hours(whole.sum)]])
+              "\(naive == sum ? "yes" : "NO"))", clock.lap(), ["hours"], [[hours(.number(sum))]])
 
         let samples: [JSON] = ["~", "1", "a", "A", "aa", "á", "b", "B", "東京", 2, 10, nil, true, ["a"], [:]]
-        let sorted = try samples.sorted { try CollationKey($0) < CollationKey($1) }
-        print("Collation: \(sorted.map(\.description).joined(separator: " < "))")
+        let sorted = samples.sorted { JSON.collate($0, $1) < 0 }
+        print("Collation: \(sorted.map(\.description).joined(separator: " < "))\n")
     }
 
-    private func prepare(_ directory: String) throws {
-        let index = directory + "/byHierarchy"
-        if access(index, F_OK) == 0 { unlink(index) }
-        if access(directory, F_OK) != 0 && mkdir(directory, 0o755) != 0 {
-            throw SofaError(.ioError, "cannot create directory \(directory): \(String(cString: strerror(errno)))")
+    /// The key item at `groupLevel` whose group has the largest reduced value (play time) under `prefix`.
+    private func largestGroup(_ view: View, groupLevel: Int, prefix: [JSON]) throws -> JSON {
+        var query = view.createQuery()
+        query.groupLevel = groupLevel
+        if !prefix.isEmpty {
+            query.startKey = .array(prefix)
+            query.endKey = .array(prefix + [[:]])
+        }
+        let best = try query.run().max { ($0.value?.doubleValue ?? 0) < ($1.value?.doubleValue ?? 0) }
+        return best?.key(at: groupLevel - 1) ?? nil
+    }
+
+    private func removeDatabase(_ directory: String) throws {
+        guard access(directory, F_OK) == 0 else { return }
+        for sub in ["views", ""] {
+            let dir = sub.isEmpty ? directory : directory + "/" + sub
+            guard let handle = opendir(dir) else { continue }
+            while let entry = readdir(handle) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." && name != "views" { unlink(dir + "/" + name) }
+            }
+            closedir(handle)
+            if !sub.isEmpty { rmdir(dir) }
+        }
+        if rmdir(directory) != 0 {
+            throw SofaError(.ioError, "cannot replace \(directory): \(String(cString: strerror(errno)))")
         }
     }
-}
-
-/// Wall-clock laps.
-struct Stopwatch {
-    private var last = Stopwatch.now()
-
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    /// Seconds since the previous lap (or since creation).
-    mutating func lap() -> Double {
-        let t = Stopwatch.now()
-        defer { last = t }
-        return t - last
-    }
-}
-
-func step(_ text: String, _ seconds: Double) {
-    print("\(text)  [\(formatTime(seconds))]")
-}
-
-func formatTime(_ seconds: Double) -> String {
-    seconds < 1e-3 ? "\(Int(seconds * 1e6)) µs" : seconds < 1 ? String(format1(seconds * 1e3)) + " ms"
-        : format1(seconds) + " s"
-}
-
-func format1(_ x: Double) -> String {
-    let tenths = Int((x * 10).rounded())
-    return "\(tenths / 10).\(tenths % 10)"
-}
-
-func grouped(_ n: Int) -> String {
-    let digits = Array(String(n))
-    var out = ""
-    for (i, d) in digits.enumerated() {
-        if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-        out.append(d)
-    }
-    return out
-}
-
-func megabytes(_ bytes: Int) -> String { format1(Double(bytes) / 1_048_576) + " MiB" }
-
-func hours(_ seconds: Int) -> String { format1(Double(seconds) / 3600) }
-
-/// Prints a titled table with aligned columns.
-func table(_ title: String, _ seconds: Double, _ header: [String], _ rows: [[String]]) {
-    print("\(title)  [\(formatTime(seconds))]")
-    let all = [header] + rows
-    let widths = header.indices.map { c in all.map { $0[c].count }.max() ?? 0 }
-    for (n, row) in all.enumerated() {
-        let cells = row.enumerated().map { c, cell in
-            c == 0 ? cell.padding(toLength: widths[c]) : String(repeating: " ", count: widths[c] - cell.count) + cell
-        }
-        print("  " + cells.joined(separator: "  "))
-        if n == 0 { print("  " + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
-    }
-    print("")
-}
-
-extension String {
-    func padding(toLength n: Int) -> String { count >= n ? self : self + String(repeating: " ", count: n - count) }
 }

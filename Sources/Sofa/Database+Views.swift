@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SofaStorage
+import Synchronization
+
+/// The views a database has handed out: one shared state per name.
+final class ViewRegistry: Sendable {
+    private let views = Mutex<[String: ViewShared]>([:])
+
+    func view(_ name: String, database: Database) -> View {
+        let shared = views.withLock { v in
+            if let shared = v[name] { return shared }
+            let shared = ViewShared(name: name)
+            v[name] = shared
+            return shared
+        }
+        return View(shared: shared, database: database)
+    }
+
+    func registered(_ name: String, database: Database) -> View? {
+        views.withLock { $0[name] }.map { View(shared: $0, database: database) }
+    }
+
+    var names: [String] { views.withLock { Array($0.keys) } }
+
+    func remove(_ name: String) { _ = views.withLock { $0.removeValue(forKey: name) } }
+
+    /// Closes every view's index file.
+    func closeAll() {
+        for view in views.withLock({ Array($0.values) }) { view.close() }
+    }
+}
+
+extension Database {
+    /// The view named `name`, created (without a map function yet) when there is none.
+    ///
+    /// ```swift
+    /// let view = db.view(named: "byDate")
+    /// view.setMap(version: "1") { doc, emit in emit(doc["date"] ?? nil, nil) }
+    /// ```
+    ///
+    /// - Parameter name: the view's name: not empty, no `/`, not starting with `.`.
+    /// - Returns: a view sharing its registered functions and index with every other for this name.
+    public func view(named name: String) -> View {
+        precondition(Database.isValidViewName(name), "invalid view name \"\(name)\": not empty, no '/', no leading '.'")
+        return viewRegistry.view(name, database: self)
+    }
+
+    /// The view named `name` if it exists: registered in this process, or with an index file on disk (a
+    /// declarative view then comes with its map and reduce).
+    ///
+    /// - Parameter name: the view's name.
+    /// - Returns: the view, or nil.
+    public func existingView(named name: String) -> View? {
+        guard Database.isValidViewName(name) else { return nil }
+        if let view = viewRegistry.registered(name, database: self), view.hasMap { return view }
+        guard access(path + "/views/" + name, F_OK) == 0 else { return nil }
+        let view = self.view(named: name)
+        _ = try? view.index()
+        return view
+    }
+
+    /// The names of the views with an index file or registered in this process, sorted.
+    public var viewNames: [String] {
+        var names = Set(viewRegistry.names.filter { viewRegistry.registered($0, database: self)?.hasMap == true })
+        if let dir = opendir(path + "/views") {
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+                }
+                if Database.isValidViewName(name) { names.insert(name) }
+            }
+        }
+        return names.sorted()
+    }
+
+    /// Defines (or redefines) a declarative view and stores its definition in its index file, so that it
+    /// works after a restart and from the `sofa` tool without app code.
+    ///
+    /// ```swift
+    /// let view = try db.defineView(named: "byHierarchy", keyPaths: ["genre", "artist", "album", "title"],
+    ///                              valuePath: "duration", reduce: .sum, documentType: "track")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: the view's name.
+    ///   - keyPaths: one path (a scalar key) or several (an array key), dot-separated into nested objects.
+    ///   - valuePath: the value's path, nil for none.
+    ///   - reduce: `.count`, `.sum`, `.stats` or nil.
+    ///   - documentType: only documents whose `type` equals it, nil for all.
+    /// - Returns: the view.
+    /// - Throws: `.invalidArgument` for a bad name or definition; `.readOnly`; storage errors.
+    @discardableResult
+    public func defineView(named name: String, keyPaths: [String], valuePath: String? = nil, reduce: Reduce? = nil,
+                           documentType: String? = nil) throws -> View {
+        guard Database.isValidViewName(name) else {
+            throw SofaError(.invalidArgument, "invalid view name \"\(name)\": not empty, no '/', no leading '.'")
+        }
+        if options.readOnly { throw SofaError(.readOnly, "the database was opened read-only", path: path) }
+        let definition = try ViewDefinition(keyPaths: keyPaths, valuePath: valuePath, reduce: reduce,
+                                            documentType: documentType)
+        let view = self.view(named: name)
+        view.register(map: definition.map, reduce: definition.reduce, version: definition.version,
+                      definition: definition)
+        _ = try view.index()
+        return view
+    }
+
+    static func isValidViewName(_ name: String) -> Bool {
+        !name.isEmpty && !name.contains("/") && !name.hasPrefix(".") && !name.utf8.contains(0)
+    }
+
+    /// Creates `NAME.sofa/views` when missing.
+    func makeViewsDirectory() throws {
+        let dir = path + "/views"
+        if mkdir(dir, 0o755) != 0 && errno != EEXIST {
+            throw SofaError(.ioError, "cannot create the views directory: \(String(cString: strerror(errno)))",
+                            path: dir)
+        }
+    }
+}

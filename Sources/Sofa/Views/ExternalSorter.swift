@@ -1,0 +1,244 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import SofaStorage
+
+/// Sorts key/value pairs of any total size in bounded memory: pairs collect in an arena; a full arena is
+/// sorted and written out as a run to an unlinked temporary file; ``finish(_:)`` merges the runs (or, when
+/// nothing spilled, streams the sorted arena). First index builds feed it unordered rows and bulk-load the
+/// ordered stream, so a 10M-row build holds one arena, not every row.
+///
+/// Keys must be distinct (row keys are).
+final class ExternalSorter {
+    private let directory: String
+    private let budget: Int
+    private var arena: [UInt8] = []
+    /// Per pair: start of its key in the arena, key length, value length (the value follows the key).
+    typealias Entry = (start: Int, keyLength: Int32, valueLength: Int32)
+    private var entries: [Entry] = []
+    private var runs: [UnsafeMutablePointer<FILE>] = []
+    /// The run being sorted and written in the background.
+    private var inFlight: SpillJob?
+    private static let queue = DispatchQueue(label: "sofa.sort-runs", attributes: .concurrent)
+
+    /// A sorter spilling runs into `directory` once `budget` bytes of pairs are held.
+    init(directory: String, budget: Int = 64 << 20) {
+        self.directory = directory
+        self.budget = budget
+    }
+
+    deinit {
+        if let job = inFlight {
+            job.group.wait()
+            if case .success(let file) = job.result { fclose(file) }
+        }
+        for run in runs { fclose(run) }
+    }
+
+    /// Pairs added so far and not yet spilled.
+    var count: Int { entries.count }
+
+    /// Adds a pair.
+    func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        entries.append((arena.count, Int32(key.count), Int32(value.count)))
+        arena.append(contentsOf: key)
+        arena.append(contentsOf: value)
+        if arena.count + entries.count * 16 >= budget { try spill() }
+    }
+
+    /// Adds a pair from arrays.
+    func add(key: [UInt8], value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try add(key: k, value: v) } }
+    }
+
+    private static func sort(_ entries: inout [Entry], in arena: [UInt8]) {
+        arena.withUnsafeBytes { a in
+            entries.sort { x, y in
+                compareBytes(UnsafeRawBufferPointer(rebasing: a[x.start..<(x.start + Int(x.keyLength))]),
+                             UnsafeRawBufferPointer(rebasing: a[y.start..<(y.start + Int(y.keyLength))])) < 0
+            }
+        }
+    }
+
+    /// Hands the full arena to a background thread that sorts it and writes it out as a run, so the caller
+    /// keeps adding pairs meanwhile (one run in flight at a time: at most two arenas in memory).
+    private func spill() throws {
+        guard !entries.isEmpty else { return }
+        try waitForSpill()
+        let job = SpillJob()
+        let (arena, entries, directory) = (self.arena, self.entries, self.directory)
+        self.arena = []
+        self.entries = []
+        self.arena.reserveCapacity(arena.count)
+        self.entries.reserveCapacity(entries.count)
+        inFlight = job
+        ExternalSorter.queue.async(group: job.group) {
+            job.result = Result { try ExternalSorter.writeRun(arena, entries, directory: directory) }
+        }
+    }
+
+    /// Waits for the run being written and keeps it.
+    private func waitForSpill() throws {
+        guard let job = inFlight else { return }
+        inFlight = nil
+        job.group.wait()
+        runs.append(try job.result.get())
+    }
+
+    /// Sorts pairs and writes them to a new unlinked temporary file, rewound for reading.
+    private static func writeRun(_ arena: [UInt8], _ entries: [Entry],
+                                 directory: String) throws -> UnsafeMutablePointer<FILE> {
+        var entries = entries
+        sort(&entries, in: arena)
+        var template = Array("\(directory)/.sort-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw ExternalSorter.ioError("create a sort run in \(directory)") }
+        // Unlinked at once: the run lives only as long as this sorter, even if the process dies.
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        guard let file = fdopen(fd, "w+") else {
+            close(fd)
+            throw ExternalSorter.ioError("open a sort run")
+        }
+        do {
+            var out: [UInt8] = []
+            out.reserveCapacity(1 << 20)
+            try arena.withUnsafeBytes { a in
+                for e in entries {
+                    out.appendVarint(UInt64(e.keyLength))
+                    out.appendVarint(UInt64(e.valueLength))
+                    out.append(contentsOf: a[e.start..<(e.start + Int(e.keyLength) + Int(e.valueLength))])
+                    if out.count >= 1 << 20 {
+                        try write(out, to: file, directory: directory)
+                        out.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            try write(out, to: file, directory: directory)
+            guard fflush(file) == 0 else { throw ExternalSorter.ioError("write a sort run") }
+        } catch {
+            fclose(file)
+            throw error
+        }
+        rewind(file)
+        return file
+    }
+
+    private static func write(_ bytes: [UInt8], to file: UnsafeMutablePointer<FILE>, directory: String) throws {
+        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        guard written == bytes.count else {
+            throw errno == ENOSPC
+                ? SofaError(.diskFull, "disk full while sorting index rows; free space and retry", path: directory)
+                : ExternalSorter.ioError("write a sort run")
+        }
+    }
+
+    private static func ioError(_ what: String) -> SofaError {
+        SofaError(.ioError, "cannot \(what): \(String(cString: strerror(errno)))")
+    }
+
+    /// Calls `body` with every pair in ascending key order, then empties the sorter.
+    func finish(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) throws {
+        try waitForSpill()
+        if runs.isEmpty {
+            ExternalSorter.sort(&entries, in: arena)
+            try arena.withUnsafeBytes { a in
+                for e in entries {
+                    let k = e.start, v = e.start + Int(e.keyLength)
+                    try body(UnsafeRawBufferPointer(rebasing: a[k..<v]),
+                             UnsafeRawBufferPointer(rebasing: a[v..<(v + Int(e.valueLength))]))
+                }
+            }
+            arena = []
+            entries = []
+            return
+        }
+        if !entries.isEmpty { runs.append(try ExternalSorter.writeRun(arena, entries, directory: directory)) }
+        arena = []
+        entries = []
+        var readers = runs.map { RunReader(file: $0) }
+        for i in readers.indices { try readers[i].advance() }
+        while true {
+            var best = -1
+            for i in readers.indices where readers[i].hasPair {
+                if best < 0 || compareArrays(readers[i].key, readers[best].key) < 0 { best = i }
+            }
+            guard best >= 0 else { break }
+            try readers[best].key.withUnsafeBytes { k in
+                try readers[best].value.withUnsafeBytes { v in try body(k, v) }
+            }
+            try readers[best].advance()
+        }
+        for run in runs { fclose(run) }
+        runs = []
+    }
+}
+
+/// A run being sorted and written on a background thread.
+private final class SpillJob: @unchecked Sendable {
+    let group = DispatchGroup()
+    var result: Result<UnsafeMutablePointer<FILE>, any Error> = .failure(SofaError(.ioError, "sort run not written"))
+}
+
+/// Reads one run's pairs back, through a buffer.
+private struct RunReader {
+    let file: UnsafeMutablePointer<FILE>
+    var buffer = [UInt8](repeating: 0, count: 1 << 18)
+    var position = 0
+    var filled = 0
+    var key: [UInt8] = []
+    var value: [UInt8] = []
+    var hasPair = false
+
+    init(file: UnsafeMutablePointer<FILE>) { self.file = file }
+
+    mutating func byte() throws -> UInt8? {
+        if position == filled {
+            filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            position = 0
+            if filled == 0 { return nil }
+        }
+        defer { position += 1 }
+        return buffer[position]
+    }
+
+    mutating func varint() throws -> UInt64? {
+        var result: UInt64 = 0, shift: UInt64 = 0
+        while true {
+            guard let b = try byte() else {
+                if shift == 0 { return nil }
+                throw SofaError(.ioError, "a sort run ends inside a length")
+            }
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func read(_ n: Int) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(n)
+        while out.count < n {
+            if position == filled {
+                filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+                position = 0
+                if filled == 0 { throw SofaError(.ioError, "a sort run ends inside a pair") }
+            }
+            let take = min(n - out.count, filled - position)
+            out.append(contentsOf: buffer[position..<(position + take)])
+            position += take
+        }
+        return out
+    }
+
+    mutating func advance() throws {
+        guard let k = try varint() else {
+            hasPair = false
+            return
+        }
+        guard let v = try varint() else { throw SofaError(.ioError, "a sort run ends inside a pair") }
+        key = try read(Int(k))
+        value = try read(Int(v))
+        hasPair = true
+    }
+}

@@ -1,0 +1,292 @@
+import Dispatch
+import SofaStorage
+import Synchronization
+
+/// A map function: called with a document's properties (`_id` and `_rev` included) and an `emit` to call
+/// once per row, with a key (any JSON) and a value (any JSON, or nil for none).
+///
+/// It must be pure and thread-safe: the indexer calls it on several threads at once, in no particular order.
+public typealias MapFunction = @Sendable (_ document: JSON, _ emit: (_ key: JSON, _ value: JSON?) -> Void) -> Void
+
+/// What the indexer needs from a view to map documents.
+struct Mapper: Sendable {
+    let map: MapFunction
+    let documentType: String?
+    /// Counts map calls (tests check that an update maps only changed documents).
+    let calls: MapCallCounter?
+
+    /// Runs the map on one document's winning revision and appends its rows to `out`.
+    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
+        let firstRow = out.rows.count
+        defer { out.documents.append((id, firstRow..<out.rows.count, out.pendingBack)) }
+        out.pendingBack = []
+        let winner = record.tree.winner
+        guard !winner.deleted else { return }
+        let idString = String(decoding: id, as: UTF8.self)
+        // The properties as Document.properties shows them (`_id`, `_rev`, then the body), built in place in
+        // the freshly parsed body rather than copied member by member.
+        var body = try snapshot.body(winner.body)
+        guard case .object(var members) = body else { return }
+        body = .null  // `members` is now the only reference: inserting does not copy it
+        if let documentType, members["type"] != .string(documentType) { return }
+        members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
+        members.updateValue(.string(winner.id.description), forKey: "_rev", insertingAt: 1)
+        out.emitted.removeAll(keepingCapacity: true)
+        calls?.count.add(1, ordering: .relaxed)
+        map(.object(members)) { key, value in out.emitted.append((key, value)) }
+        guard !out.emitted.isEmpty else { return }
+        let emitted = out.emitted
+        var back: [UInt8] = []
+        back.appendVarint(UInt64(emitted.count))
+        for (index, (key, value)) in emitted.enumerated() {
+            let start = out.arena.count
+            do {
+                try CollationKey.encode(key, into: &out.arena)
+            } catch let error as SofaError {
+                throw SofaError(error.code, "document \"\(idString)\" emitted a key that cannot be indexed: "
+                                + error.message)
+            }
+            if let value, PackedJSON.containsNonFinite(value) {
+                throw SofaError(.invalidValue, "document \"\(idString)\" emitted a value holding NaN or infinity, "
+                                + "which JSON cannot express")
+            }
+            let keyLength = out.arena.count - start
+            back.appendVarint(UInt64(keyLength))
+            back.append(contentsOf: out.arena[start...])
+            RowKey.appendID(id, to: &out.arena)
+            out.arena.appendVarint(UInt64(index))
+            let valueStart = out.arena.count
+            RowValue.append(keyLength: keyLength, sequence: record.sequence, key: key, value: value, to: &out.arena)
+            out.rows.append((start, valueStart - start, out.arena.count - valueStart))
+        }
+        out.pendingBack = back
+    }
+}
+
+/// The rows a run of documents produced, in one arena: each row's key and value back to back, and per
+/// document its rows and its encoded back-index entry (empty when it emitted nothing).
+struct MappedChunk {
+    var arena: [UInt8] = []
+    var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
+    var documents: [(id: [UInt8], rows: Range<Int>, back: [UInt8])] = []
+    var pendingBack: [UInt8] = []
+    /// The current document's emits (reused from document to document).
+    var emitted: [(JSON, JSON?)] = []
+
+    /// Calls `body` with row `i`'s key and value.
+    func withRow<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let row = rows[i]
+        return try arena.withUnsafeBytes { a in
+            let k = row.start, v = row.start + row.keyLength
+            return try body(UnsafeRawBufferPointer(rebasing: a[k..<v]),
+                            UnsafeRawBufferPointer(rebasing: a[v..<(v + row.valueLength)]))
+        }
+    }
+}
+
+/// Counts map calls.
+final class MapCallCounter: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// A batch being mapped in the background while the previous one is written.
+final class PendingBatch: @unchecked Sendable {
+    let group = DispatchGroup()
+    var result: Result<[MappedChunk], any Error> = .success([])
+
+    func wait() throws -> [MappedChunk] {
+        group.wait()
+        return try result.get()
+    }
+}
+
+extension ViewIndex {
+    /// Documents mapped per batch: bounds the rows held in memory during an update.
+    static let batchSize = 8192
+    /// Bytes of rows a first build sorts in memory before spilling a sorted run to disk (tests lower it to
+    /// exercise the merge).
+    static let sortBudget = Atomic<Int>(64 << 20)
+
+    /// Brings the index up to `snapshot`: a bulk build when the index is empty, else the changed documents
+    /// only. Commits once at the end, so a failure leaves the previous commit as it was.
+    ///
+    /// - Returns: the number of documents read.
+    @discardableResult
+    func update(to snapshot: DocumentSnapshot, mapper: Mapper, header: ViewHeader) throws -> Int {
+        let current = try self.snapshot()
+        guard current.header.lastSequence < snapshot.lastSequence else { return 0 }
+        do {
+            var newHeader = header
+            newHeader.lastSequence = snapshot.lastSequence
+            if current.rows.root == nil && current.backIndex.root == nil {
+                return try build(from: snapshot, mapper: mapper, header: newHeader)
+            }
+            return try apply(changesSince: current.header.lastSequence, from: snapshot, to: current, mapper: mapper,
+                             header: newHeader)
+        } catch {
+            storage.discardUncommitted()
+            throw error
+        }
+    }
+
+    /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
+    /// the background, so the caller can write the previous batch meanwhile.
+    private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
+                              mapper: Mapper) -> PendingBatch {
+        let pending = PendingBatch()
+        DispatchQueue.global().async(group: pending.group) {
+            let chunk = 64
+            let chunks = (batch.count + chunk - 1) / chunk
+            var results = [Result<MappedChunk, any Error>](repeating: .success(MappedChunk()), count: chunks)
+            results.withUnsafeMutableBufferPointer { out in
+                let out = UnsafeSendableBuffer(out)
+                // Each iteration writes only its own slot of `out`.
+                DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                    out.buffer[c] = Result {
+                        var mapped = MappedChunk()
+                        for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
+                            let (id, entry) = batch[i]
+                            let record: DocumentRecord?
+                            if let entry {
+                                record = try entry.withUnsafeBytes {
+                                    try DocumentRecord(decoding: $0, path: snapshot.path)
+                                }
+                            } else {
+                                record = try snapshot.record(id)
+                            }
+                            if let record {
+                                try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
+                            } else {
+                                mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
+                            }
+                        }
+                        return mapped
+                    }
+                }
+            }
+            pending.result = Result { try results.map { try $0.get() } }
+        }
+        return pending
+    }
+
+    /// First build: every live document in ID order; the back-index is bulk-loaded as it comes (ID order is
+    /// its order), the rows go through an external sort and are bulk-loaded at the end.
+    private func build(from snapshot: DocumentSnapshot, mapper: Mapper, header: ViewHeader) throws -> Int {
+        let sorter = ExternalSorter(directory: StorageFile.directoryName(of: path),
+                                    budget: ViewIndex.sortBudget.load(ordering: .relaxed))
+        let backBuilder = TreeBuilder(file: storage, configuration: backConfiguration)
+        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
+        batch.reserveCapacity(ViewIndex.batchSize)
+        var documents = 0
+        var inFlight: PendingBatch?
+        func write(_ pending: PendingBatch) throws {
+            for chunk in try pending.wait() {
+                for i in chunk.rows.indices { try chunk.withRow(i) { k, v in try sorter.add(key: k, value: v) } }
+                for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
+            }
+        }
+        func flush() throws {
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
+            documents += batch.count
+            batch.removeAll(keepingCapacity: true)
+            // Write the previous batch while this one maps.
+            if let previous = inFlight { try write(previous) }
+            inFlight = next
+            if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
+        }
+        defer { _ = try? inFlight?.wait() }
+        try snapshot.byID.forEach { id, entry in
+            // Deleted documents emit nothing; their summary byte says so without decoding the record.
+            if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
+            batch.append((Array(id), Array(entry)))
+            if batch.count == ViewIndex.batchSize { try flush() }
+            return true
+        }
+        try flush()
+        if let last = inFlight { try write(last) }
+        inFlight = nil
+        let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
+        try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
+        try commit(rows: try rowsBuilder.finish(), backIndex: try backBuilder.finish(), header: header)
+        return documents
+    }
+
+    /// Incremental update: the documents changed after `since`, batch by batch, each batch one sorted pass of
+    /// removals (the rows the back-index says a document emitted before) and insertions over each tree.
+    private func apply(changesSince since: UInt64, from snapshot: DocumentSnapshot, to current: ViewSnapshot,
+                       mapper: Mapper, header: ViewHeader) throws -> Int {
+        var rows = BTree(file: storage, root: current.rows.root, configuration: rowsConfiguration)
+        var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration)
+        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
+        var documents = 0
+        var inFlight: PendingBatch?
+        func write(_ pending: PendingBatch) throws {
+            var rowActions: [BTreeAction] = []
+            var backActions: [BTreeAction] = []
+            for chunk in try pending.wait() {
+                for doc in chunk.documents {
+                    if let old = try back.get(doc.id) {
+                        for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
+                            rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
+                        }
+                    }
+                    for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
+                    backActions.append(doc.back.isEmpty ? .remove(doc.id) : .put(doc.id, doc.back))
+                }
+            }
+            rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
+            back = try back.modified(by: ViewIndex.sortedUnique(backActions))
+        }
+        func flush() throws {
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
+            documents += batch.count
+            batch.removeAll(keepingCapacity: true)
+            if let previous = inFlight { try write(previous) }
+            inFlight = next
+            if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
+        }
+        defer { _ = try? inFlight?.wait() }
+        let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
+        try snapshot.bySequence.forEach(in: range) { _, id in
+            batch.append((Array(id), nil))
+            if batch.count == ViewIndex.batchSize { try flush() }
+            return true
+        }
+        try flush()
+        if let last = inFlight { try write(last) }
+        inFlight = nil
+        try commit(rows: rows, backIndex: back, header: header)
+        return documents
+    }
+
+    /// Keeps a long update's resident set bounded: pages of the document and index files it has read so far
+    /// stay in the page cache but leave this process's RSS.
+    private func releasePages(_ snapshot: DocumentSnapshot) {
+        snapshot.storage.releaseResidentPages()
+        storage.releaseResidentPages()
+    }
+
+    /// Actions sorted by key; of several for one key (a row removed and emitted again) the last wins.
+    static func sortedUnique(_ actions: [BTreeAction]) -> [BTreeAction] {
+        let order = actions.indices.sorted { a, b in
+            let c = compareArrays(actions[a].key, actions[b].key)
+            return c != 0 ? c < 0 : a < b
+        }
+        var out: [BTreeAction] = []
+        out.reserveCapacity(actions.count)
+        for i in order {
+            if let last = out.last, last.key == actions[i].key {
+                out[out.count - 1] = actions[i]
+            } else {
+                out.append(actions[i])
+            }
+        }
+        return out
+    }
+}
+
+/// A buffer written from several threads at distinct indices.
+struct UnsafeSendableBuffer<T>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<T>
+    init(_ buffer: UnsafeMutableBufferPointer<T>) { self.buffer = buffer }
+}

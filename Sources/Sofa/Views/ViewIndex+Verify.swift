@@ -1,0 +1,95 @@
+import SofaStorage
+
+extension ViewIndex {
+    /// Every problem found in the newest commit (empty when sound): both trees' structure, checksums, counts
+    /// and reductions; every back-index entry's rows present, with the doc ID, emit index and key they claim;
+    /// no row without a back-index entry (the counts agree).
+    func verify() -> [SofaError] {
+        var problems: [SofaError] = []
+        func problem(_ message: String) { problems.append(SofaError(.corruption, message, path: path)) }
+        do {
+            let snapshot = try self.snapshot()
+            problems += snapshot.rows.verify().problems
+            problems += snapshot.backIndex.verify().problems
+            guard problems.isEmpty else { return problems }
+            let sameCollator = snapshot.header.collatorVersion == CollationKey.collatorVersion
+            var emits: UInt64 = 0
+            try snapshot.backIndex.forEach { id, entry in
+                let keys = try BackIndexEntry.decode(entry)
+                if keys.isEmpty { problem("back-index entry of \"\(String(decoding: id, as: UTF8.self))\" is empty") }
+                for (i, key) in keys.enumerated() {
+                    emits += 1
+                    let rowKey = RowKey.make(key: key, id: Array(id), index: i)
+                    guard let value = try snapshot.rows.get(rowKey) else {
+                        problem("row \(i) of \"\(String(decoding: id, as: UTF8.self))\" is in the back-index only")
+                        continue
+                    }
+                    let row = try value.withUnsafeBytes { try RowValue($0) }
+                    if row.keyLength != key.count {
+                        problem("row \(i) of \"\(String(decoding: id, as: UTF8.self))\" records a wrong key length")
+                    } else if sameCollator, try CollationKey(row.key).bytes != key {
+                        problem("row \(i) of \"\(String(decoding: id, as: UTF8.self))\": stored key does not match")
+                    }
+                }
+                return true
+            }
+            if emits != snapshot.rows.rowCount {
+                problem("the back-index lists \(emits) rows; the rows tree holds \(snapshot.rows.rowCount)")
+            }
+        } catch let error as SofaError {
+            problems.append(error)
+        } catch {
+            problem("\(error)")
+        }
+        return problems
+    }
+
+    /// Rebuilds both trees under the current ICU collator from the emitted keys the rows keep: row keys are
+    /// ICU sort keys, whose bytes may differ between ICU versions, so an index made under another version
+    /// would be out of order. No map function is needed.
+    func resort(header: ViewHeader) throws {
+        do {
+            let current = try snapshot()
+            let directory = StorageFile.directoryName(of: path)
+            let budget = ViewIndex.sortBudget.load(ordering: .relaxed)
+            let rowSorter = ExternalSorter(directory: directory, budget: budget)
+            let backSorter = ExternalSorter(directory: directory, budget: budget)
+            try current.rows.forEach { rowKey, value in
+                let row = try RowValue(value)
+                let (id, index) = try RowKey.parse(rowKey, keyLength: row.keyLength)
+                let key = try CollationKey(row.key).bytes
+                try rowSorter.add(key: RowKey.make(key: key, id: id, index: index),
+                                  value: RowValue.encode(keyLength: key.count, sequence: row.sequence,
+                                                         key: row.key, value: row.value))
+                var order: [UInt8] = []
+                RowKey.appendID(id, to: &order)
+                order.appendBigEndian(UInt64(index))
+                try backSorter.add(key: order, value: key)
+                return true
+            }
+            let rows = TreeBuilder(file: storage, configuration: rowsConfiguration)
+            try rowSorter.finish { key, value in try rows.add(key: key, value: value) }
+            let back = TreeBuilder(file: storage, configuration: backConfiguration)
+            var id: [UInt8]?
+            var keys: [[UInt8]] = []
+            try backSorter.finish { order, key in
+                let docID = Array(order[..<(order.count - 8)])  // escaped, with its terminator
+                if docID != id, let previous = id {
+                    try back.add(key: try RowKey.unescape(previous), value: BackIndexEntry.encode(keys))
+                    keys.removeAll()
+                }
+                id = docID
+                keys.append(Array(key))
+            }
+            if let previous = id {
+                try back.add(key: try RowKey.unescape(previous), value: BackIndexEntry.encode(keys))
+            }
+            var newHeader = header
+            newHeader.collatorVersion = CollationKey.collatorVersion
+            try commit(rows: try rows.finish(), backIndex: try back.finish(), header: newHeader)
+        } catch {
+            storage.discardUncommitted()
+            throw error
+        }
+    }
+}

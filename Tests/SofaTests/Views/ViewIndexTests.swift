@@ -1,0 +1,327 @@
+import Foundation
+import Testing
+
+@testable import Sofa
+@testable import SofaStorage
+
+/// The index's life: incremental updates, version resets, failed updates, reduce rules, re-sorting under a
+/// new collator, deletion.
+@Suite struct ViewIndexTests {
+    static func numbers(_ dir: TemporaryDatabaseDirectory, count: Int) throws -> Database {
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<count { try db.put(["n": .number(Double(i)), "type": "num"], id: "n\(i)") } }
+        return db
+    }
+
+    static let byN: MapFunction = { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }
+
+    /// After k of N documents change, an update maps exactly those k.
+    @Test func updatesMapOnlyChangedDocuments() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 5000)
+        let view = db.view(named: "byN")
+        view.setMapReduce(version: "1", map: Self.byN, reduce: .sum)
+        try view.updateIndex()
+        #expect(view.shared.mapCalls.count.load(ordering: .relaxed) == 5000)
+        #expect(view.totalRows == 5000 && !view.isStale)
+        let before = view.shared.mapCalls.count.load(ordering: .relaxed)
+        try db.inBatch {
+            for i in stride(from: 0, to: 5000, by: 500) {
+                let doc = try #require(try db.document(id: "n\(i)"))
+                try db.put(["n": .number(Double(i) + 0.5), "type": "num"], id: doc.id, rev: doc.revisionID)
+            }
+            let gone = try #require(try db.document(id: "n1"))
+            try db.delete(id: "n1", rev: gone.revisionID)
+        }
+        #expect(view.isStale)
+        try view.updateIndex()
+        #expect(view.shared.mapCalls.count.load(ordering: .relaxed) - before == 10)  // the deleted one is not mapped
+        #expect(view.totalRows == 4999 && view.lastSequenceIndexed == db.lastSequence)
+        let total = try run(view).first?.value?.doubleValue
+        #expect(total == Double((0..<5000).reduce(0, +)) - 1 + 10 * 0.5)
+        #expect(keys(try run(view) { $0.startKey = 500; $0.endKey = 501; $0.mapOnly = true }) == [500.5, 501])
+        // Nothing changed: nothing mapped.
+        let calls = view.shared.mapCalls.count.load(ordering: .relaxed)
+        try view.updateIndex()
+        #expect(view.shared.mapCalls.count.load(ordering: .relaxed) == calls)
+        expectSound(view)
+    }
+
+    /// A new version string resets the index; the same one keeps it across reopening.
+    @Test func versionChangeResetsTheIndex() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Self.numbers(dir, count: 100)
+        var view = db.view(named: "v")
+        view.setMap(version: "1", Self.byN)
+        #expect(try run(view).count == 100)
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions())
+        view = db.view(named: "v")
+        view.setMap(version: "1") { _, emit in emit("unused", nil) }
+        #expect(try run(view).count == 100 && view.shared.mapCalls.count.load(ordering: .relaxed) == 0)
+        view.setMap(version: "2") { doc, emit in emit("x", doc["n"]) }
+        let rows = try run(view)
+        #expect(rows.count == 100 && rows.allSatisfy { $0.key == "x" })
+        #expect(view.shared.mapCalls.count.load(ordering: .relaxed) == 100)
+        // Adding a reduce under the same version is a different index too.
+        view.setMapReduce(version: "2", map: { doc, emit in emit("x", doc["n"]) }, reduce: .count)
+        #expect(try run(view).first?.value == 100)
+        expectSound(view)
+    }
+
+    /// `documentType` limits mapping to one type.
+    @Test func documentTypeFilter() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 10)
+        try db.put(["n": 99, "type": "other"], id: "x")
+        let view = db.view(named: "typed")
+        view.documentType = "num"
+        view.setMap(version: "1", Self.byN)
+        #expect(try run(view).count == 10 && view.shared.mapCalls.count.load(ordering: .relaxed) == 10)
+        expectSound(view)
+    }
+
+    /// NaN keys or values fail the update naming the document; nothing of it becomes visible.
+    @Test func unencodableEmitFailsTheWholeUpdate() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 50)
+        let view = db.view(named: "nan")
+        view.setMap(version: "1") { doc, emit in
+            let n = doc["n"]?.doubleValue ?? 0
+            emit(n == 1000 ? .number(.nan) : .number(n), n == 1001 ? .number(.infinity) : nil)
+        }
+        try view.updateIndex()
+        let good = view.lastSequenceIndexed
+        for (id, n) in [("bad-key", 1000.0), ("bad-value", 1001.0)] {
+            try db.put(["n": .number(n)], id: id)
+            do {
+                try view.updateIndex()
+                Issue.record("update with \(id) should fail")
+            } catch let error as SofaError {
+                #expect(error.code == .invalidValue && error.message.contains(id), "\(error)")
+            }
+            #expect(view.lastSequenceIndexed == good && view.totalRows == 50)
+            try db.delete(id: id, rev: try #require(try db.document(id: id)).revisionID)
+        }
+        try view.updateIndex()
+        #expect(view.totalRows == 50 && !view.isStale)
+        expectSound(view)
+    }
+
+    /// A custom reduce that collects its input instead of summarizing it is refused (CouchDB's reduce_limit).
+    @Test func reduceThatDoesNotShrinkFails() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 2000)
+        let view = db.view(named: "grow")
+        view.setMapReduce(version: "1", map: Self.byN, reduce: .custom { _, values, _ in .array(values) })
+        #expect(throws: SofaError.self) { try view.updateIndex() }
+        do { try view.updateIndex() } catch let error as SofaError { #expect(error.code == .reduceOverflow) }
+        #expect(view.totalRows == 0)
+        // A summarizing one is fine.
+        view.setMapReduce(version: "2", map: Self.byN, reduce: .custom { _, values, _ in
+            .number(values.compactMap(\.doubleValue).max() ?? 0)
+        })
+        #expect(try run(view).first?.value == 1999)
+        expectSound(view)
+    }
+
+    /// stats, count and sum over ranges and groups; View.totalValues.
+    @Test func builtInReduces() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 1000)
+        let stats = db.view(named: "stats")
+        stats.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }, reduce: .stats)
+        let all = try #require(try run(stats).first?.value)
+        #expect(all == ["sum": 499_500, "count": 1000, "min": 0, "max": 999, "sumsqr": 332_833_500])
+        let range = try #require(try run(stats) { $0.startKey = 10; $0.endKey = 12 }.first?.value)
+        #expect(range == ["sum": 33, "count": 3, "min": 10, "max": 12, "sumsqr": 365])
+        #expect(try run(stats) { $0.startKey = 5000 }.isEmpty)  // no rows: no reduced row
+        #expect(View.totalValues([1, 2.5, "x", nil, [1]]) == 3.5)
+        expectSound(stats)
+    }
+
+    /// An index written under another ICU collator version is re-sorted from its stored keys on open.
+    @Test func otherCollatorVersionIsResorted() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Database(path: dir.database(), options: testOptions())
+        let words = ["b", "A", "a", "aa", "B", "~", "1", "é", "e"]
+        for (i, w) in words.enumerated() { try db.put(["w": .string(w)], id: "w\(i)") }
+        var view = db.view(named: "words")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["w"] ?? nil, 1) }, reduce: .count)
+        let expected = keys(try run(view) { $0.mapOnly = true })
+        #expect(expected == ["~", "1", "a", "A", "aa", "b", "B", "e", "é"])
+        // Rewrite the index as another ICU would have: other key bytes (here: the doc ID), a fake version.
+        let index = try #require(try view.index())
+        let old = try index.snapshot()
+        let rows = TreeBuilder(file: index.storage, configuration: index.rowsConfiguration)
+        var fakeRows: [([UInt8], [UInt8])] = [], back: [([UInt8], [UInt8])] = []
+        try old.rows.forEach { key, value in
+            let row = try RowValue(value)
+            let id = try RowKey.documentID(key, keyLength: row.keyLength)
+            let fake: [UInt8] = [0x40] + id.reversed() + [0x01, 0x01, 0x00]
+            fakeRows.append((RowKey.make(key: fake, id: id, index: 0),
+                             RowValue.encode(keyLength: fake.count, sequence: row.sequence, key: row.key,
+                                             value: row.value)))
+            back.append((id, BackIndexEntry.encode([fake])))
+            return true
+        }
+        for (k, v) in fakeRows.sorted(by: { compareArrays($0.0, $1.0) < 0 }) { try rows.add(key: k, value: v) }
+        let backBuilder = TreeBuilder(file: index.storage, configuration: index.backConfiguration)
+        for (k, v) in back.sorted(by: { compareArrays($0.0, $1.0) < 0 }) { try backBuilder.add(key: k, value: v) }
+        var header = old.header
+        header.collatorVersion = [0xFA, 0xCE, 0, 1]
+        try index.commit(rows: try rows.finish(), backIndex: try backBuilder.finish(), header: header)
+        try db.close()
+        #expect(keys(try { () throws -> QueryEnumerator in
+            // Read-only opening does not re-sort: the stale order shows the fake keys were in effect.
+            let ro = try Database(path: dir.database(), options: testOptions(readOnly: true))
+            defer { try? ro.close() }
+            return try run(ro.view(named: "words")) { $0.mapOnly = true }
+        }()) != expected)
+        db = try Database(path: dir.database(), options: testOptions())
+        view = db.view(named: "words")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["w"] ?? nil, 1) }, reduce: .count)
+        #expect(keys(try run(view) { $0.mapOnly = true; $0.indexUpdateMode = .never }) == expected)
+        #expect(try view.index()?.header.collatorVersion == CollationKey.collatorVersion)
+        #expect(try run(view).first?.value == .number(Double(words.count)))
+        expectSound(view)
+    }
+
+    /// deleteIndex rebuilds on the next query; delete removes the view; update modes.
+    @Test func deletionAndUpdateModes() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: 20)
+        let view = db.view(named: "d")
+        view.setMap(version: "1", Self.byN)
+        #expect(try run(view).count == 20)
+        try db.put(["n": 100], id: "new")
+        let stale = try run(view) { $0.indexUpdateMode = .never }
+        #expect(stale.count == 20 && stale.isStale && view.isStale)
+        let after = try run(view) { $0.indexUpdateMode = .after }
+        #expect(after.count == 20)
+        for _ in 0..<200 where view.isStale { usleep(10_000) }
+        #expect(!view.isStale)
+        #expect(try run(view) { $0.indexUpdateMode = .never }.count == 21)
+        try view.deleteIndex()
+        #expect(view.lastSequenceIndexed == 0 && view.totalRows == 0)
+        #expect(try run(view).count == 21)
+        expectSound(view)
+        #expect(db.viewNames == ["d"] && db.existingView(named: "d") != nil)
+        try view.delete()
+        #expect(db.viewNames.isEmpty && db.existingView(named: "d") == nil)
+    }
+}
+
+/// The external sort of first builds, forced to spill many runs, gives the same index as an in-memory sort.
+@Suite(.serialized) struct ExternalSortTests {
+    @Test func spilledBuildEqualsInMemoryBuild() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        var rng = SeededRandom(seed: 42)
+        try db.inBatch {
+            for i in 0..<3000 {
+                try db.put(["k": .string(String(UInt32.random(in: 0...9999, using: &rng))), "v": .number(Double(i))],
+                           id: "doc\(i)")
+            }
+        }
+        let map: MapFunction = { doc, emit in
+            emit(doc["k"] ?? nil, doc["v"])
+            emit([doc["k"] ?? nil, doc["v"] ?? nil], nil)
+        }
+        let memory = db.view(named: "memory")
+        memory.setMapReduce(version: "1", map: map, reduce: .count)
+        try memory.updateIndex()
+        let spilled = db.view(named: "spilled")
+        spilled.setMapReduce(version: "1", map: map, reduce: .count)
+        let saved = ViewIndex.sortBudget.exchange(16 << 10, ordering: .relaxed)
+        defer { ViewIndex.sortBudget.store(saved, ordering: .relaxed) }
+        try spilled.updateIndex()
+        let a = try run(memory) { $0.mapOnly = true }, b = try run(spilled) { $0.mapOnly = true }
+        #expect(a.count == 6000 && a == b)
+        #expect(try run(memory) { $0.groupLevel = 1 } == run(spilled) { $0.groupLevel = 1 })
+        // No run file is left behind.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.database() + "/views")
+        #expect(leftovers.sorted() == ["memory", "spilled"])
+        expectSound(memory)
+        expectSound(spilled)
+    }
+}
+
+/// Conflicts, failing reduce functions and read-only databases.
+@Suite struct ViewEdgeTests {
+    /// Views index the winning revision; when the winner changes, so do the rows.
+    @Test func indexesTheWinningRevision() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        let mine = try db.put(["title": "Mine"], id: "t")
+        let view = db.view(named: "titles")
+        view.setMap(version: "1") { doc, emit in emit(doc["title"] ?? nil, doc["_rev"]) }
+        #expect(keys(try run(view)) == ["Mine"])
+        // A conflicting replicated branch with a higher generation wins.
+        try db.forceInsert(["title": "Theirs"], id: "t", revisionHistory: ["2-bb", "1-aa"])
+        let theirs = try run(view)
+        #expect(keys(theirs) == ["Theirs"] && theirs[0].value == "2-bb")
+        // Deleting the winner makes the other leaf win again.
+        try db.delete(id: "t", rev: "2-bb")
+        let again = try run(view)
+        #expect(keys(again) == ["Mine"] && again[0].value == .string(mine.revisionID))
+        expectSound(view)
+    }
+
+    @Test func reduceFunctionThatThrows() throws {
+        struct Oops: Error {}
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        let view = db.view(named: "throws")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, nil) },
+                          reduce: .custom { _, _, _ in throw Oops() })
+        expectSofaError(.reduceFailed) { try view.updateIndex() }
+        #expect(view.totalRows == 0 && view.lastSequenceIndexed == 0)
+        // Map-only queries of the same view still need the index; the next version fixes the reduce.
+        view.setMapReduce(version: "2", map: { doc, emit in emit(doc["n"] ?? nil, nil) }, reduce: .count)
+        #expect(try run(view).first?.value == 1)
+        expectSound(view)
+    }
+
+    @Test func readOnlyDatabase() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        let written = db.view(named: "n")
+        written.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, nil) }
+        try written.updateIndex()
+        try db.put(["n": 2], id: "b")
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions(readOnly: true))
+        let view = db.view(named: "n")
+        view.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, nil) }
+        // The index answers as it was; it cannot be brought up to date.
+        #expect(keys(try run(view)) == [1] && view.isStale)
+        expectSofaError(.readOnly) { try view.updateIndex() }
+        #expect(try run(db.view(named: "missing")).isEmpty)
+        #expect(db.viewNames == ["n"])
+    }
+}
+
+/// Re-registering a view without its reduce drops the stored reductions: queries return map rows.
+@Suite struct ViewReRegistrationTests {
+    @Test func droppingTheReduce() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        var db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        try db.put(["n": 2], id: "b")
+        var view = db.view(named: "r")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }, reduce: .sum)
+        #expect(try run(view).first?.value == 3)
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions())
+        // Opened by name only, the stored built-in reduce still answers.
+        #expect(try run(db.view(named: "r")) { $0.indexUpdateMode = .never }.first?.value == 3)
+        view = db.view(named: "r")
+        view.setMap(version: "1") { doc, emit in emit(doc["n"] ?? nil, doc["n"]) }
+        let rows = try run(view)
+        #expect(keys(rows) == [1, 2] && rows.map(\.value) == [1, 2])
+        expectSound(view)
+    }
+}

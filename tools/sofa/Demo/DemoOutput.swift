@@ -1,0 +1,65 @@
+import Glibc
+import Sofa
+
+/// Wall-clock laps for the timings the demo prints.
+struct Stopwatch {
+    private var last = Stopwatch.now()
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Seconds since the previous lap (or since creation).
+    mutating func lap() -> Double {
+        let t = Stopwatch.now()
+        defer { last = t }
+        return t - last
+    }
+}
+
+/// One line of progress with its time.
+func step(_ text: String, _ seconds: Double) {
+    print("\(text)  [\(formatTime(seconds))]")
+}
+
+func formatTime(_ seconds: Double) -> String {
+    seconds < 1e-3 ? "\(Int(seconds * 1e6)) µs" : seconds < 1 ? format1(seconds * 1e3) + " ms" : format1(seconds) + " s"
+}
+
+/// `x` with one decimal.
+func format1(_ x: Double) -> String {
+    let tenths = Int((x * 10).rounded())
+    return "\(tenths / 10).\(abs(tenths % 10))"
+}
+
+/// `n` with thousands separators.
+func grouped(_ n: Int) -> String {
+    let digits = Array(String(n))
+    var out = ""
+    for (i, d) in digits.enumerated() {
+        if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+        out.append(d)
+    }
+    return out
+}
+
+/// Seconds (a reduced JSON number) as hours with one decimal.
+func hours(_ seconds: JSON?) -> String { format1((seconds?.doubleValue ?? 0) / 3600) }
+
+/// Prints a titled table with aligned columns (the first left-aligned, the others right-aligned).
+func table(_ title: String, _ seconds: Double, _ header: [String], _ rows: [[String]]) {
+    print("\(title)  [\(formatTime(seconds))]")
+    let all = [header] + rows
+    let widths = header.indices.map { c in all.map { $0[c].count }.max() ?? 0 }
+    for (n, row) in all.enumerated() {
+        let cells = row.enumerated().map { c, cell in
+            let pad = String(repeating: " ", count: widths[c] - cell.count)
+            return c == 0 ? cell + pad : pad + cell
+        }
+        print("  " + cells.joined(separator: "  "))
+        if n == 0 { print("  " + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+    }
+    print("")
+}
