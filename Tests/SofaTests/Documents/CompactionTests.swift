@@ -102,6 +102,25 @@ import Testing
         try db.close()
     }
 
+    @Test func viewsKeepWorkingAcrossCompaction() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-compact")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try Self.populate(db)
+        let view = db.view(named: "byRound")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["round"] ?? nil, 1) }, reduce: .count)
+        var query = view.createQuery()
+        query.groupLevel = 1
+        let before = try query.run().map { "\($0.key) \($0.value ?? nil)" }
+        try db.compact()
+        #expect(try query.run().map { "\($0.key) \($0.value ?? nil)" } == before)
+        // The index resumes from its last indexed sequence, which compaction keeps.
+        try db.put(["round": 9], id: "late")
+        let after = try query.run().map { "\($0.key) \($0.value ?? nil)" }
+        #expect(after == before + ["9 1"], "\(before) → \(after)")
+        expectSound(db)
+        try db.close()
+    }
+
     @Test func compactingAnEmptyDatabaseWorks() throws {
         let dir = TemporaryDatabaseDirectory("sofa-compact")
         let db = try Database(path: dir.database(), options: testOptions())
