@@ -6,7 +6,7 @@ import Synchronization
 
 /// The views a database has handed out: one shared state per name.
 final class ViewRegistry: Sendable {
-    private let views = Mutex<[String: ViewShared]>([:])
+    private let views = Lock<[String: ViewShared]>([:])
 
     func view(_ name: String, database: Database) -> View {
         let shared = views.withLock { v in

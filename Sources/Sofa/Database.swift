@@ -63,8 +63,10 @@ public final class Database: @unchecked Sendable {
     let documents: DocumentFile
     let notifier = ChangeNotifier()
     let viewRegistry = ViewRegistry()
-    /// Serializes writers; holds whether the database is closed.
-    private let writeLock = Lock(false)
+    /// The system-call layer every file of the database goes through (fault injection in tests).
+    let system: any SystemCalls
+    /// Serializes writers (and compaction); holds whether the database is closed.
+    let writeLock = Lock(false)
     /// The thread inside the write lock (0 when none), so a write made inside a batch joins it.
     private let writerThread = Atomic<UInt>(0)
     private let closed = Atomic(false)
@@ -93,6 +95,7 @@ public final class Database: @unchecked Sendable {
         let path = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         self.path = path
         self.options = options
+        self.system = system
         if !options.readOnly {
             do {
                 try system.mkdir(path, mode: 0o755)
@@ -108,6 +111,11 @@ public final class Database: @unchecked Sendable {
         documents = try DocumentFile(path: path + "/docs", options: storage,
                                      revisionDepth: options.revisionTreeDepth,
                                      inlineBodyLimit: options.inlineBodyLimit, system: system)
+        if !options.readOnly {
+            // Holding the docs file's write lock, no compaction can be running: a temporary file left here is
+            // from an interrupted one, and the original is intact.
+            Database.removeCompactionLeftovers(in: path, system: system)
+        }
     }
 
     deinit {

@@ -11,13 +11,19 @@ struct SofaCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sofa",
         abstract: "Inspect, query, verify, compact and load Sofa databases.",
-        subcommands: [DemoCommand.self])
+        subcommands: [InfoCommand.self, DumpCommand.self, VerifyCommand.self, LoadCommand.self, CompactCommand.self,
+                      DemoCommand.self])
 
     static func main() {
         do {
             var command = try parseAsRoot()
             try command.run()
+            Output.flush()
+        } catch let exit as ExitCode {
+            Output.flush()
+            Glibc.exit(exit.rawValue)  // the command already said what it found (`verify`)
         } catch {
+            Output.flush()
             let code = exitCode(for: error)
             if code == .success {
                 exit(withError: error)  // --help, --version: ArgumentParser prints them

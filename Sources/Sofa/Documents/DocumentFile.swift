@@ -1,4 +1,5 @@
 import SofaStorage
+import Synchronization
 
 /// The document file, `NAME.sofa/docs`: one ``StorageFile`` holding document bodies and two trees
 /// (FORMAT.md §10.1).
@@ -26,7 +27,10 @@ final class DocumentFile: @unchecked Sendable {
     /// The largest serialized body accepted (64 MiB).
     static let maximumBodySize = 64 << 20
 
-    let storage: StorageFile
+    /// The file; replaced (under the database's write lock) when compaction swaps in a rewritten file.
+    /// Snapshots keep the file they were taken from, so readers finish on the old mapping.
+    private let current: Lock<StorageFile>
+    var storage: StorageFile { current.withLock { $0 } }
     var path: String { storage.path }
     let revisionDepth: Int
     /// Bodies up to this many bytes are stored inside the by-ID entry, larger ones as value chunks.
@@ -41,7 +45,8 @@ final class DocumentFile: @unchecked Sendable {
          system: any SystemCalls) throws {
         var storageOptions = options
         storageOptions.fileKind = DocumentFile.fileKind
-        storage = try StorageFile(path: path, options: storageOptions, system: system)
+        let storage = try StorageFile(path: path, options: storageOptions, system: system)
+        current = Lock(storage)
         self.revisionDepth = revisionDepth
         self.inlineBodyLimit = inlineBodyLimit
         byIDConfiguration = BTreeConfiguration(nodeSize: 8192, compress: true, reducer: DocumentCountReducer())
@@ -52,6 +57,7 @@ final class DocumentFile: @unchecked Sendable {
 
     /// The newest commit as a snapshot.
     func committedSnapshot() throws -> DocumentSnapshot {
+        let storage = self.storage  // one file for the whole snapshot, even if compaction swaps it meanwhile
         let commit = storage.latestCommit
         return DocumentSnapshot(
             storage: storage,
@@ -100,6 +106,12 @@ final class DocumentFile: @unchecked Sendable {
             throw SofaError(.corruption, "by-sequence key of \(key.count) bytes; 8 expected", path: path)
         }
         return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
+    /// Makes `file` the document file for every later read and write (compaction). The old file is not closed:
+    /// snapshots taken from it keep reading it until they are released.
+    func replaceStorage(with file: StorageFile) {
+        current.withLock { $0 = file }
     }
 
     func close() throws { try storage.close() }

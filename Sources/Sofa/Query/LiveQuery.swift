@@ -1,3 +1,4 @@
+import SofaStorage
 import Dispatch
 import Synchronization
 
@@ -34,7 +35,7 @@ public final class LiveQuery: @unchecked Sendable {
         var streams: [UInt64: AsyncStream<QueryEnumerator>.Continuation] = [:]
         var nextID: UInt64 = 1
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Runs the query and delivers results, one run at a time.
     private let queue = DispatchQueue(label: "sofa.livequery")
 

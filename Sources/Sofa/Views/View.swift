@@ -264,9 +264,9 @@ final class ViewShared: @unchecked Sendable {
         /// The open index matches the registered version (or was reset to it).
         var checked = false
     }
-    let state = Mutex(State())
+    let state = Lock(State())
     /// Serializes index writers: updates, resets, deletion.
-    let updateLock = Mutex(0)
+    let updateLock = Lock(0)
     let mapCalls = MapCallCounter()
 
     init(name: String) { self.name = name }

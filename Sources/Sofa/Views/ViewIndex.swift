@@ -84,7 +84,7 @@ final class ViewIndex: @unchecked Sendable {
     var path: String { storage.path }
     let backConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
     /// The reduce the stored reductions are made with; replaced when a view registers its functions again.
-    private let currentReduce: Mutex<Reduce?>
+    private let currentReduce: Lock<Reduce?>
 
     var reduce: Reduce? {
         get { currentReduce.withLock { $0 } }
@@ -94,7 +94,7 @@ final class ViewIndex: @unchecked Sendable {
         }
     }
     /// The snapshot of the newest commit, kept so that queries do not decode the header again each time.
-    private let cachedSnapshot = Mutex<ViewSnapshot?>(nil)
+    private let cachedSnapshot = Lock<ViewSnapshot?>(nil)
 
     var rowsConfiguration: BTreeConfiguration {
         BTreeConfiguration(nodeSize: 4096, compress: true, reducer: reduce.map { ViewReducer(reduce: $0) })
@@ -107,7 +107,7 @@ final class ViewIndex: @unchecked Sendable {
         options.fileKind = ViewIndex.fileKind
         storage = try StorageFile(path: path, options: options)
         let header = try ViewHeader(decoding: storage.latestCommit, path: path)
-        currentReduce = Mutex(reduce ?? Reduce.builtIn(kind: header.reduceKind))
+        currentReduce = Lock(reduce ?? Reduce.builtIn(kind: header.reduceKind))
     }
 
     /// The newest commit's header.

@@ -159,11 +159,14 @@ public final class StorageFile: @unchecked Sendable {
         }
     }
 
+    /// The suffix of a file being created (see ``create(path:kind:system:)``); owners remove leftovers.
+    public static let creatingSuffix = ".creating"
+
     /// Creates the file atomically: header and first commit are written and synced under a temporary name,
     /// which is then renamed into place and the directory synced. A crash at any point leaves either no file
     /// or a complete one (and at worst a stray `.creating` file, never a half-written database file).
     private static func create(path: String, kind: UInt32, system: any SystemCalls) throws {
-        let temporary = path + ".creating"
+        let temporary = path + creatingSuffix
         let fd: Int32
         do {
             fd = try system.open(temporary, flags: O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)

@@ -1,0 +1,93 @@
+import SofaStorage
+
+/// What `sofa info` reports about one file: sizes, live bytes and both trees' shapes.
+package struct DocumentFileReport: Sendable {
+    /// The file's path.
+    package var path: String
+    /// Bytes of the file (up to the newest commit's end).
+    package var fileSize: UInt64
+    /// Bytes reachable from the newest commit: file header, both trees, body chunks, the commit header and
+    /// trailer. The rest is garbage that compaction removes.
+    package var liveBytes: UInt64
+    /// Bytes of body chunks (bodies stored outside their by-ID entry).
+    package var bodyChunkBytes: UInt64
+    /// The newest commit's number.
+    package var commitNumber: UInt64
+    /// The last sequence.
+    package var lastSequence: UInt64
+    /// Documents by state, from the by-ID tree's stored counts.
+    package var liveDocuments: UInt64
+    package var deletedDocuments: UInt64
+    package var conflictedDocuments: UInt64
+    /// Shapes of the two trees, and the node size each is built to.
+    package var byID: TreeStatistics
+    package var bySequence: TreeStatistics
+    package var byIDNodeSize: Int
+    package var bySequenceNodeSize: Int
+
+    /// The fraction of the file that is not live (0 right after compaction).
+    package var fragmentation: Double { fileSize == 0 ? 0 : 1 - Double(liveBytes) / Double(fileSize) }
+}
+
+extension Database {
+    /// Sizes, counts and tree shapes of the document file at the newest commit (reads every node).
+    ///
+    /// - Throws: ``SofaError`` when the database is closed or a body chunk does not read.
+    package func documentFileReport() throws -> DocumentFileReport {
+        let snapshot = try readSnapshot()
+        let commit = snapshot.storage.latestCommit
+        var bodyBytes: UInt64 = 0
+        try snapshot.byID.forEach { _, value in
+            let record = try DocumentRecord(decoding: value, path: snapshot.path)
+            for revision in record.tree.revisions {
+                guard case .chunk(let offset) = revision.body else { continue }
+                bodyBytes += UInt64(try snapshot.storage.readChunk(at: offset, kind: .value,
+                                                                   limit: snapshot.byID.limit).fileLength)
+            }
+            return true
+        }
+        let trees = (snapshot.byID.root?.subtreeSize ?? 0) + (snapshot.bySequence.root?.subtreeSize ?? 0)
+        let live = StorageFile.fileHeaderLength + trees + bodyBytes + (commit.endOffset - commit.offset)
+        let counts = snapshot.counts
+        return DocumentFileReport(
+            path: snapshot.path, fileSize: commit.endOffset, liveBytes: live, bodyChunkBytes: bodyBytes,
+            commitNumber: commit.commitNumber, lastSequence: snapshot.lastSequence, liveDocuments: counts.live,
+            deletedDocuments: counts.deleted, conflictedDocuments: counts.conflicted,
+            byID: snapshot.byID.verify().statistics, bySequence: snapshot.bySequence.verify().statistics,
+            byIDNodeSize: documents.byIDConfiguration.nodeSize,
+            bySequenceNodeSize: documents.bySequenceConfiguration.nodeSize)
+    }
+
+    /// Calls `body` with every document by ID, tombstones included (``Document/isDeleted``), at its winning
+    /// revision; return false to stop. The second argument is the number of conflicting revisions.
+    ///
+    /// - Throws: ``SofaError`` for a closed database or a storage failure.
+    package func forEachDocument(_ body: (Document, Int) throws -> Bool) throws {
+        let snapshot = try readSnapshot()
+        try snapshot.byID.forEach { key, value in
+            let record = try DocumentRecord(decoding: value, path: snapshot.path)
+            let id = String(decoding: key, as: UTF8.self)
+            guard let doc = try snapshot.document(id: id, record: record, revision: nil) else { return true }
+            return try body(doc, record.tree.conflictingRevisions.count)
+        }
+    }
+
+    /// Calls `body` with every node of the by-ID tree (or the by-sequence tree), parents first.
+    ///
+    /// - Throws: ``SofaError`` — `.corruption` at the first node that does not read.
+    package func forEachNode(bySequence: Bool, _ body: (NodeSummary) throws -> Void) throws {
+        let snapshot = try readSnapshot()
+        try (bySequence ? snapshot.bySequence : snapshot.byID).forEachNode(body)
+    }
+
+    /// The document file's commits, newest first (at most `limit`), each with the last sequence it recorded
+    /// (nil when its metadata does not decode).
+    ///
+    /// - Throws: ``SofaError`` — `.corruption` when a header in the chain does not read.
+    package func commitHistory(limit: Int? = nil) throws -> [(header: CommitHeader, lastSequence: UInt64?)] {
+        let snapshot = try readSnapshot()
+        return try snapshot.storage.commitHistory(limit: limit).map {
+            ($0, try? DocumentFile.lastSequence(in: $0, path: snapshot.path))
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// `sofa compact`: every document survives (dumps before and after are identical), a file with updates shrinks,
+/// and a compaction killed mid-way leaves the original intact and no stray file after the next open.
+@Suite struct CompactCommandTests {
+    /// A database whose documents were each written three times, with some deleted.
+    static func updatedDatabase(_ dir: Tool.Directory, count: Int) throws -> String {
+        let path = try Tool.database(in: dir, Tool.documents(count), batch: 500)
+        for round in 1...2 {
+            let docs = try Tool.run(["dump", path, "--json"]).jsonLines()
+            let updates = docs.map { doc in
+                let id = doc["id"] as! String, rev = doc["rev"] as! String
+                let deleted = round == 2 && id.hasSuffix("7") ? ",\"_deleted\":true" : ""
+                return "{\"_id\":\"\(id)\",\"_rev\":\"\(rev)\",\"round\":\(round)\(deleted)}"
+            }.joined(separator: "\n")
+            let result = try Tool.run(["load", path, "-", "--batch", "500", "--durability", "none"], input: updates)
+            #expect(result.status == 0, "\(result.error)")
+        }
+        return path
+    }
+
+    @Test func compactKeepsEveryDocumentAndShrinksTheFile() throws {
+        let dir = Tool.Directory()
+        let path = try Self.updatedDatabase(dir, count: 2000)
+        let dumpBefore = try Tool.run(["dump", path, "--json"]).output
+        let changesBefore = try Tool.run(["dump", path, "--by-seq", "--json"]).output
+        let sizeBefore = Tool.fileSize(path + "/docs")
+
+        let result = try Tool.run(["compact", path, "--json"])
+        #expect(result.status == 0, "\(result.error)")
+        let summary = try #require(result.jsonLines().first)
+        #expect(summary["sizeBefore"] as? Int == sizeBefore)
+        let sizeAfter = try #require(summary["sizeAfter"] as? Int)
+        #expect(sizeAfter == Tool.fileSize(path + "/docs"))
+        #expect(sizeAfter < sizeBefore / 2, "\(sizeBefore) → \(sizeAfter)")
+        #expect(summary["documents"] as? Int == 2000)
+        #expect(summary["lastSequence"] as? Int == 6000)
+
+        #expect(try Tool.run(["dump", path, "--json"]).output == dumpBefore)
+        #expect(try Tool.run(["dump", path, "--by-seq", "--json"]).output == changesBefore)
+        let info = try Tool.run(["info", path, "--json"]).jsonLines()
+        #expect(info[1]["fragmentation"] as? Double ?? 1 < 0.01)
+        #expect(info[0]["deleted"] as? Int == 200)
+        try Tool.expectVerifies(path)
+
+        let table = try Tool.run(["compact", path])
+        #expect(table.status == 0)
+        #expect(table.lines[0].hasPrefix("compacted \(path)/docs: 2,000 documents"))
+        #expect(table.lines[1].split(separator: " ") == ["file", "before", "after", "saved"])
+    }
+
+    @Test func killedCompactionLeavesTheOriginalIntact() throws {
+        let dir = Tool.Directory()
+        let path = try Self.updatedDatabase(dir, count: 20000)
+        let dumpBefore = try Tool.run(["dump", path, "--json"]).output
+        var killedMidway = 0
+        let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
+        for delay in delays {
+            let original = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: DemoCommandTests.sofa)
+            process.arguments = ["compact", path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(useconds_t(delay))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let current = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
+            if process.terminationReason == .uncaughtSignal {
+                // Killed: either before the rename (the original, byte for byte) or after (a complete new file).
+                if current == original { killedMidway += 1 }
+            }
+            // The next writable open (load of nothing) removes any temporary file.
+            #expect(try Tool.run(["load", path, "-"], input: "").status == 0)
+            #expect(!FileManager.default.fileExists(atPath: path + "/docs.compact"), "delay \(delay)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: path) == ["docs"])
+            #expect(try Tool.run(["dump", path, "--json"]).output == dumpBefore, "delay \(delay)")
+            try Tool.expectVerifies(path)
+        }
+        print("compactions killed before their rename: \(killedMidway) of \(delays.count)")
+        #expect(killedMidway > 0, "no kill landed mid-way; the test proved nothing")
+    }
+
+    @Test func errorsAndUsage() throws {
+        let dir = Tool.Directory()
+        let missing = try Tool.run(["compact", dir.path + "/none.sofa"])
+        #expect(missing.status == 1)
+        #expect(missing.error.hasPrefix("sofa: notFound"))
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/none.sofa"))
+        #expect(try Tool.run(["compact"]).status == 2)
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+/// `sofa verify`: clean databases exit 0; damaged bytes are found (exit 1, file and offset named) and never
+/// crash the tool; a truncated file opens at its last good commit.
+@Suite struct VerifyCommandTests {
+    /// Overwrites `count` bytes of `path` at `offset` with their complement.
+    static func flip(_ path: String, at offset: Int, count: Int = 1) throws {
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let bytes = try handle.read(upToCount: count) ?? Data()
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: Data(bytes.map { ~$0 }))
+    }
+
+    @Test func cleanDatabasePasses() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(1500), batch: 500)
+        let result = try Tool.run(["verify", path])
+        #expect(result.status == 0)
+        #expect(result.lines == ["docs: 1,500 documents, 0 deleted, last sequence 1500", "verify: no problems found"])
+        let json = try Tool.run(["verify", path, "--json"]).jsonLines()
+        #expect(json.count == 1)
+        #expect(json.first?["problems"] as? Int == 0)
+        #expect(json.first?["documents"] as? Int == 1500)
+    }
+
+    @Test func flippedNodeBytesAreFoundWithTheirOffset() throws {
+        for tree in [[String](), ["--by-seq"]] {
+            let dir = Tool.Directory()
+            let path = try Tool.database(in: dir, Tool.documents(3000))
+            let nodes = try Tool.run(["dump", path, "--tree", "--json"] + tree).jsonLines()
+            let leaf = try #require(nodes.last { $0["kind"] as? String == "leaf" })
+            let offset = try #require(leaf["offset"] as? Int)
+            try Self.flip(path + "/docs", at: offset + 40, count: 4)
+
+            let result = try Tool.run(["verify", path])
+            #expect(result.exited && result.status == 1, "\(tree): \(result.output) \(result.error)")
+            #expect(result.output.contains("at offset \(offset))"), "\(tree): \(result.output)")
+            #expect(result.lines.last?.hasSuffix("found") == true)
+            let json = try Tool.run(["verify", path, "--json"])
+            #expect(json.status == 1)
+            let problems = json.jsonLines().filter { $0["problem"] != nil }
+            #expect(problems.contains { $0["offset"] as? Int == offset && $0["code"] as? String == "corruption" })
+            #expect(problems.allSatisfy { ($0["file"] as? String)?.hasSuffix("/docs") == true })
+        }
+    }
+
+    @Test func randomByteFlipsNeverCrash() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(2000), batch: 2000)
+        let docs = path + "/docs"
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: docs))
+        var state: UInt64 = 0x5EED_0F_50FA
+        var found = 0
+        for round in 0..<16 {
+            try pristine.write(to: URL(fileURLWithPath: docs))
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let offset = Int((state >> 33) % UInt64(pristine.count))
+            try Self.flip(docs, at: offset)
+            let result = try Tool.run(["verify", path])
+            #expect(result.exited, "round \(round): flipped byte \(offset) crashed verify: \(result.error)")
+            #expect(result.status == 0 || result.status == 1, "round \(round), offset \(offset): \(result.error)")
+            if result.status == 1 { found += 1 }
+        }
+        #expect(found > 0, "no flip out of 16 was detected")
+    }
+
+    @Test func damagedFileHeaderIsAFindingNotACrash() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(10))
+        try Self.flip(path + "/docs", at: 20)
+        let result = try Tool.run(["verify", path])
+        #expect(result.exited && result.status == 1)
+        #expect(result.output.contains("problem: "))
+        #expect(result.output.contains("at offset 0)"))
+    }
+
+    @Test func truncatedFileOpensAtTheLastGoodCommit() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(300), batch: 100)
+        let docs = path + "/docs"
+        let size = Tool.fileSize(docs)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: docs))
+        try handle.truncate(atOffset: UInt64(size - 10))  // tears the newest commit's trailer
+        try handle.close()
+        let result = try Tool.run(["verify", path])
+        #expect(result.status == 0, "\(result.output) \(result.error)")
+        #expect(result.lines.first == "docs: 200 documents, 0 deleted, last sequence 200")
+        let info = try Tool.run(["info", path, "--json"]).jsonLines()
+        #expect(info.first?["documents"] as? Int == 200)
+        #expect(Tool.fileSize(docs) == size - 10, "read-only commands do not change the file")
+    }
+
+    @Test func missingDatabaseAndBadUsage() throws {
+        let dir = Tool.Directory()
+        let missing = try Tool.run(["verify", dir.path + "/none.sofa"])
+        #expect(missing.status == 1)
+        #expect(missing.error.hasPrefix("sofa: notFound"))
+        #expect(try Tool.run(["verify"]).status == 2)
+    }
+}

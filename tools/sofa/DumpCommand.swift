@@ -1,0 +1,160 @@
+import ArgumentParser
+import Glibc
+import Sofa
+import SofaStorage
+
+/// `sofa dump DB`: the documents by ID (default), the changes by sequence (`--by-seq`), the node structure of a
+/// tree (`--tree`, the by-ID tree or with `--by-seq` the by-sequence tree), or the commit history
+/// (`--headers`, newest first along each header's `previousHeaderOffset`). Read-only.
+struct DumpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Print documents, changes by sequence, tree nodes or commit headers.")
+
+    @OptionGroup var arguments: DatabaseArguments
+
+    @Flag(name: .customLong("by-seq"), help: "Changes in sequence order (with --tree: the by-sequence tree).")
+    var bySequence = false
+
+    @Flag(help: ArgumentHelp(
+        "The nodes of a tree: offset, kind, level, entries, bytes, first and last key.",
+        discussion: "An inner node's keys are its separators: each is the largest key of one child's subtree."))
+    var tree = false
+
+    @Flag(help: "The commit history, newest first.")
+    var headers = false
+
+    @Option(help: "Print at most this many items.")
+    var limit: Int?
+
+    func validate() throws {
+        if headers && (tree || bySequence) {
+            throw ValidationError("--headers cannot be combined with --tree or --by-seq")
+        }
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+    }
+
+    func run() throws {
+        let db = try arguments.open()
+        defer { Output.flush() }
+        if headers {
+            try dumpHeaders(db)
+        } else if tree {
+            try dumpTree(db)
+        } else if bySequence {
+            try dumpChanges(db)
+        } else {
+            try dumpDocuments(db)
+        }
+    }
+
+    private func dumpDocuments(_ db: Database) throws {
+        var rows: [[String]] = []
+        var count = 0
+        try db.forEachDocument { doc, conflicts in
+            if let limit, count >= limit { return false }
+            count += 1
+            if arguments.json {
+                Output.json(["id": JSON(doc.id), "rev": JSON(doc.revisionID), "seq": number(doc.sequence),
+                             "deleted": .bool(doc.isDeleted), "conflicts": number(conflicts),
+                             "body": doc.userProperties])
+            } else {
+                rows.append([doc.id, doc.revisionID, String(doc.sequence),
+                             doc.isDeleted ? "deleted" : conflicts > 0 ? "conflicted" : "",
+                             doc.userProperties.description])
+            }
+            return true
+        }
+        if !arguments.json { Output.table(["id", "rev", "seq", "state", "body"], rows, leftAligned: [0, 1, 3, 4]) }
+    }
+
+    private func dumpChanges(_ db: Database) throws {
+        let changes = try db.changes(since: 0, limit: limit)
+        if arguments.json {
+            for c in changes {
+                Output.json(["seq": number(c.sequence), "id": JSON(c.documentID), "rev": JSON(c.revisionID),
+                             "deleted": .bool(c.isDeleted), "conflicted": .bool(c.isConflicted)])
+            }
+            return
+        }
+        Output.table(["seq", "id", "rev", "state"], changes.map { c in
+            [String(c.sequence), c.documentID, c.revisionID,
+             c.isDeleted ? "deleted" : c.isConflicted ? "conflicted" : ""]
+        }, leftAligned: [1, 2, 3])
+    }
+
+    private func dumpTree(_ db: Database) throws {
+        let name = bySequence ? "by-sequence" : "by-id"
+        let numeric = bySequence
+        func key(_ bytes: [UInt8]) -> String { numeric ? sequenceKey(bytes) : printableKey(bytes) }
+        var rows: [[String]] = []
+        var count = 0
+        try db.forEachNode(bySequence: bySequence) { node in
+            if let limit, count >= limit { return }
+            count += 1
+            if arguments.json {
+                var object: JSONObject = ["tree": JSON(name), "offset": number(node.offset)]
+                object["kind"] = JSON(node.isLeaf ? "leaf" : "inner")
+                object["level"] = number(node.level)
+                object["entries"] = number(node.entries)
+                object["bytes"] = number(node.storedBytes)
+                object["rawBytes"] = number(node.rawBytes)
+                object["firstKey"] = JSON(key(node.firstKey))
+                object["lastKey"] = JSON(key(node.lastKey))
+                Output.json(.object(object))
+            } else {
+                rows.append([String(node.offset), node.isLeaf ? "leaf" : "inner", String(node.level),
+                             String(node.entries), String(node.storedBytes), String(node.rawBytes),
+                             key(node.firstKey), key(node.lastKey)])
+            }
+        }
+        if !arguments.json {
+            Output.line("docs/\(name): \(count) nodes, parents before children")
+            Output.table(["offset", "kind", "level", "entries", "bytes", "raw", "first key", "last key"], rows,
+                         leftAligned: [1, 6, 7])
+        }
+    }
+
+    private func dumpHeaders(_ db: Database) throws {
+        let history = try db.commitHistory(limit: limit)
+        if arguments.json {
+            for (h, sequence) in history {
+                let roots: [JSON] = h.roots.map { root in
+                    guard let root else { return .null }
+                    return ["offset": number(root.offset), "rows": number(root.rowCount),
+                            "bytes": number(root.subtreeSize)]
+                }
+                var object: JSONObject = ["commit": number(h.commitNumber), "offset": number(h.offset)]
+                object["previous"] = number(h.previousHeaderOffset)
+                object["end"] = number(h.endOffset)
+                object["timestamp"] = number(h.timestamp)
+                object["time"] = JSON(isoTime(h.timestamp))
+                object["lastSequence"] = sequence.map { number($0) } ?? .null
+                object["roots"] = .array(roots)
+                Output.json(.object(object))
+            }
+            return
+        }
+        Output.table(["commit", "offset", "previous", "end", "time (UTC)", "last seq", "by-id rows", "by-seq rows"],
+                     history.map { h, sequence in
+                         [String(h.commitNumber), String(h.offset), String(h.previousHeaderOffset),
+                          String(h.endOffset), isoTime(h.timestamp), sequence.map { String($0) } ?? "?",
+                          rows(h, 0), rows(h, 1)]
+                     }, leftAligned: [4])
+    }
+
+    private func rows(_ header: CommitHeader, _ index: Int) -> String {
+        index < header.roots.count ? String(header.roots[index]?.rowCount ?? 0) : "-"
+    }
+}
+
+/// Milliseconds since 1970 as `2026-11-22T04:46:22.123Z`.
+func isoTime(_ milliseconds: UInt64) -> String {
+    var seconds = time_t(milliseconds / 1000)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let ms = milliseconds % 1000
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):" +
+        "\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms < 10 ? "00" : ms < 100 ? "0" : "")\(ms)Z"
+}
