@@ -82,8 +82,18 @@ extension BTree {
         let node: Node
         let fileLength: Int
         do {
-            node = try self.node(at: offset)
-            fileLength = try file.readChunk(at: offset, kind: nil, limit: limit).fileLength
+            // Decoded from the file's bytes, not taken from the cache: verify checks what is on disk.
+            guard offset < limit else {
+                throw SofaError(.corruption, "node pointer \(offset) is past the end of its commit (\(limit))",
+                                path: file.path, offset: Int(clamping: offset))
+            }
+            let payload = try file.readChunk(at: offset, kind: nil, limit: limit)
+            guard payload.kind == .leaf || payload.kind == .inner else {
+                throw SofaError(.corruption, "a \(payload.kind) chunk where a tree node was expected",
+                                path: file.path, offset: Int(clamping: offset))
+            }
+            node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
+            fileLength = payload.fileLength
         } catch let error as SofaError {
             state.problems.append(error)
             return nil
