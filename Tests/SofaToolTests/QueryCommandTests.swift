@@ -131,7 +131,7 @@ import Testing
         #expect(try query([path, "byYear", "--stale", "ok"]).first?["value"] as? Int == 9)
         // Default: updated first.
         let pop = try query([path, "byHierarchy", "--group-level", "1", "--start-key", "[\"Pop\"]",
-                             "--end-key", "[\"Pop\"]"])
+                             "--end-key", "[\"Pop\"]", "--prefix-match-level", "1"])
         #expect(pop.first?["value"] as? Int == 431)
         try Tool.expectVerifies(path)
     }
