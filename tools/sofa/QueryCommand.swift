@@ -46,46 +46,55 @@ struct QueryCommand: ParsableCommand {
     @Flag(name: .customLong("all-docs"), help: "Query every document by ID instead of a view.")
     var allDocs = false
 
-    @Option(name: .customLong("all-docs-mode"), help: "With --all-docs: which documents and in what order.")
+    @Option(name: .customLong("all-docs-mode"),
+            help: ArgumentHelp("With --all-docs: which documents and in what order.", valueName: "mode"))
     var allDocsMode: Mode?
 
-    @Option(name: .customLong("start-key"), help: "The first key (JSON; the last with --descending).")
+    @Option(name: .customLong("start-key"),
+            help: ArgumentHelp("The first key (JSON; the last with --descending).", valueName: "json"))
     var startKey: String?
 
-    @Option(name: .customLong("end-key"), help: "The last key (JSON; the first with --descending).")
+    @Option(name: .customLong("end-key"),
+            help: ArgumentHelp("The last key (JSON; the first with --descending).", valueName: "json"))
     var endKey: String?
 
-    @Option(name: .customLong("start-key-doc-id"), help: "Among rows under the start key, start at this document.")
+    @Option(name: .customLong("start-key-doc-id"),
+            help: ArgumentHelp("Among rows under the start key, start at this document.", valueName: "id"))
     var startKeyDocID: String?
 
-    @Option(name: .customLong("end-key-doc-id"), help: "Among rows under the end key, end at this document.")
+    @Option(name: .customLong("end-key-doc-id"),
+            help: ArgumentHelp("Among rows under the end key, end at this document.", valueName: "id"))
     var endKeyDocID: String?
 
-    @Option(name: .customLong("inclusive-start"), help: "Whether rows with the start key are returned (true|false).")
+    @Option(name: .customLong("inclusive-start"),
+            help: ArgumentHelp("Whether rows with the start key are returned (true|false).", valueName: "true|false"))
     var inclusiveStart: Bool?
 
-    @Option(name: .customLong("inclusive-end"), help: "Whether rows with the end key are returned (true|false).")
+    @Option(name: .customLong("inclusive-end"),
+            help: ArgumentHelp("Whether rows with the end key are returned (true|false).", valueName: "true|false"))
     var inclusiveEnd: Bool?
 
     @Flag(help: "From the highest key down.")
     var descending = false
 
-    @Option(help: "Return at most this many rows.")
+    @Option(help: ArgumentHelp("Return at most this many rows.", valueName: "n"))
     var limit: Int?
 
-    @Option(help: "Leave out this many rows first.")
+    @Option(help: ArgumentHelp("Leave out this many rows first.", valueName: "n"))
     var skip: Int?
 
-    @Option(help: "Only rows with these keys (a JSON array).")
+    @Option(help: ArgumentHelp("Only rows with these keys (a JSON array).", valueName: "json-array"))
     var keys: String?
 
-    @Option(name: .customLong("prefix-match-level"), help: "Match the end key as a prefix at this level.")
+    @Option(name: .customLong("prefix-match-level"),
+            help: ArgumentHelp("Match the end key as a prefix at this level.", valueName: "n"))
     var prefixMatchLevel: Int?
 
     @Flag(name: .customLong("map-only"), help: "The index rows even when the view has a reduce.")
     var mapOnly = false
 
-    @Option(name: .customLong("group-level"), help: "Group array keys by their first N items and reduce each.")
+    @Option(name: .customLong("group-level"),
+            help: ArgumentHelp("Group array keys by their first N items and reduce each.", valueName: "n"))
     var groupLevel: Int?
 
     @Option(help: "ok: answer from the index as it is; update-after: then update it. Default: update first.")

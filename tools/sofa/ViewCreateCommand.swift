@@ -30,16 +30,17 @@ struct ViewCreateCommand: ParsableCommand {
     @Argument(help: "The view's name: not empty, no '/', not starting with '.'.")
     var name: String
 
-    @Option(help: "The key's path, or several comma-separated paths for an array key (dots step into objects).")
+    @Option(help: ArgumentHelp("The key's path, or comma-separated paths for an array key (dots step into objects).",
+                               valueName: "path[,path…]"))
     var key: String
 
-    @Option(help: "The value's path (none when omitted).")
+    @Option(help: ArgumentHelp("The value's path (none when omitted).", valueName: "path"))
     var value: String?
 
     @Option(help: "A built-in reduce: _count, _sum or _stats.")
     var reduce: ReduceName?
 
-    @Option(help: "Index only documents whose \"type\" equals this.")
+    @Option(help: ArgumentHelp("Index only documents whose \"type\" equals this.", valueName: "type"))
     var type: String?
 
     /// The key paths from `--key`.
