@@ -1,4 +1,5 @@
 import Foundation
+import Sofa
 import Testing
 
 /// `sofa view list`: each view's definition, rows, last sequence indexed and staleness, as a table and as
@@ -46,6 +47,35 @@ import Testing
         #expect(year["stale"] as? Bool == false)
         let stale = try Tool.run(["view", "list", path]).lines
         #expect(stale[2].hasSuffix("9  stale"), "\(stale[2])")
+        try Tool.expectVerifies(path)
+    }
+
+    /// A view whose map function is app code (made here with the library) is listed as `(code)`, and `sofa
+    /// query` reads its index as it is, even when stale: the tool cannot run the map.
+    @Test func viewWithMapInCode() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.tracks)
+        do {
+            let db = try Database(path: path)
+            let view = db.view(named: "byTitle")
+            view.setMap(version: "1") { doc, emit in
+                if let title = doc["title"] { emit(title, doc["duration"]) }
+            }
+            try view.updateIndex()
+            try db.close()
+        }
+        #expect(try Tool.run(["load", path, "-"], input: "{\"_id\":\"late\",\"title\":\"Zebra\"}\n").status == 0)
+        let list = try Tool.run(["view", "list", path])
+        #expect(list.status == 0, "\(list.error)")
+        #expect(list.lines[2].split(separator: " ") == ["byTitle", "(code)", "-", "-", "-", "8", "9", "stale"])
+        let object = try #require(try Tool.run(["view", "list", path, "--json"]).jsonLines().first)
+        #expect(object["declarative"] as? Bool == false)
+        #expect(object["keyPaths"] is NSNull)
+        let rows = try Tool.run(["query", path, "byTitle", "--json", "--descending", "--limit", "1"])
+        #expect(rows.status == 0, "\(rows.error)")
+        let first = try #require(rows.jsonLines().first)
+        #expect(first["key"] as? String == "So What", "the index as it was: no Zebra")
+        #expect(first["value"] as? Int == 545)
         try Tool.expectVerifies(path)
     }
 
