@@ -65,6 +65,6 @@ let package = Package(
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
         .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage"]),
         // Runs the built `sofa` executable as a child process (exit codes, output).
-        .testTarget(name: "SofaToolTests", dependencies: ["sofa"]),
+        .testTarget(name: "SofaToolTests", dependencies: ["sofa", "Sofa"]),
     ]
 )

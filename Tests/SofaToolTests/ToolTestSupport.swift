@@ -74,6 +74,35 @@ enum Tool {
         return path
     }
 
+    /// Eight tracks (`track1`…`track8`: type, genre, artist, album with title and year, title, duration,
+    /// year) and one playlist, as JSON lines.
+    static let tracks: String = {
+        let rows: [(String, String, String, Int, String, Int)] = [
+            ("Jazz", "Miles Davis", "Kind of Blue", 1959, "So What", 545),
+            ("Jazz", "Miles Davis", "Kind of Blue", 1959, "Blue in Green", 337),
+            ("Jazz", "John Coltrane", "Giant Steps", 1960, "Naima", 261),
+            ("Rock", "Queen", "A Night at the Opera", 1975, "Bohemian Rhapsody", 355),
+            ("Rock", "Queen", "A Night at the Opera", 1975, "Love of My Life", 219),
+            ("Rock", "Led Zeppelin", "IV", 1971, "Black Dog", 296),
+            ("Rock", "Led Zeppelin", "IV", 1971, "Rock and Roll", 220),
+            ("Pop", "ABBA", "Arrival", 1976, "Dancing Queen", 231),
+        ]
+        let tracks = rows.enumerated().map { n, t in
+            "{\"_id\":\"track\(n + 1)\",\"type\":\"track\",\"genre\":\"\(t.0)\",\"artist\":\"\(t.1)\"," +
+                "\"album\":{\"title\":\"\(t.2)\",\"year\":\(t.3)},\"title\":\"\(t.4)\"," +
+                "\"duration\":\(t.5),\"year\":\(t.3)}"
+        }
+        return (tracks + ["{\"_id\":\"playlist1\",\"type\":\"playlist\",\"genre\":\"Jazz\"}"])
+            .joined(separator: "\n") + "\n"
+    }()
+
+    /// Runs `sofa view create PATH arguments…` and expects it to succeed.
+    static func createView(_ path: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation)
+        throws {
+        let result = try run(["view", "create", path] + arguments)
+        #expect(result.status == 0, "view create: \(result.error)", sourceLocation: sourceLocation)
+    }
+
     /// Expects `sofa verify` to find nothing.
     static func expectVerifies(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let result = try run(["verify", path])

@@ -12,7 +12,7 @@ struct SofaCommand: ParsableCommand {
         commandName: "sofa",
         abstract: "Inspect, query, verify, compact and load Sofa databases.",
         subcommands: [InfoCommand.self, DumpCommand.self, VerifyCommand.self, LoadCommand.self, CompactCommand.self,
-                      DemoCommand.self])
+                      QueryCommand.self, ViewCommand.self, DemoCommand.self])
 
     static func main() {
         do {

@@ -4,7 +4,8 @@ import SofaStorage
 
 /// `sofa verify DB`: every check ``Database/verify()`` makes on every file — both trees of `docs` (chunk CRCs,
 /// key order, row counts, subtree sizes, reductions), every document entry and body, by-ID ⇄ by-sequence —
-/// with each problem on its own line naming the file and offset. Exit status 1 when anything is found.
+/// and every view's index file (``View/verify()``: both trees, stored reductions, back index ⇄ rows), with each
+/// problem on its own line naming the file and offset. Exit status 1 when anything is found.
 ///
 /// A file that does not open at all (no valid commit, a damaged file header) is a finding too, not a crash.
 struct VerifyCommand: ParsableCommand {
@@ -17,12 +18,18 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let progress = Progress("verify")
         progress.note("reading every node, entry and body…")
-        let problems: [SofaError]
+        var problems: [SofaError]
         var summary: (documents: Int, deleted: Int, lastSequence: UInt64)?
+        var views = 0
         do {
             let db = try arguments.open()
             problems = try db.verify()
             summary = (db.documentCount, db.deletedDocumentCount, db.lastSequence)
+            for name in db.viewNames {
+                guard let view = db.existingView(named: name) else { continue }
+                problems += try view.verify()
+                views += 1
+            }
         } catch let error as SofaError where error.code == .corruption || error.code == .unsupportedFormat {
             problems = [error]
         }
@@ -37,13 +44,15 @@ struct VerifyCommand: ParsableCommand {
             Output.json(["database": JSON(arguments.database), "problems": number(problems.count),
                          "documents": summary.map { number($0.documents) } ?? .null,
                          "deleted": summary.map { number($0.deleted) } ?? .null,
-                         "lastSequence": summary.map { number($0.lastSequence) } ?? .null])
+                         "lastSequence": summary.map { number($0.lastSequence) } ?? .null,
+                         "views": number(views)])
         } else {
             for p in problems { Output.line("problem: \(p)") }
             if let summary {
                 Output.line("docs: \(grouped(summary.documents)) documents, \(grouped(summary.deleted)) deleted, " +
                             "last sequence \(summary.lastSequence)")
             }
+            if views > 0 { Output.line("views: \(views) index file\(views == 1 ? "" : "s") checked") }
             Output.line(problems.isEmpty ? "verify: no problems found"
                                          : "verify: \(problems.count) problem\(problems.count == 1 ? "" : "s") found")
         }

@@ -89,6 +89,10 @@ public final class View: @unchecked Sendable {
     /// The view's reduce, nil for none.
     public var reduce: Reduce? { shared.state.withLock { $0.reduce } }
 
+    /// The declarative definition (``Database/defineView(named:keyPaths:valuePath:reduce:documentType:)``),
+    /// nil for a view whose map function is code.
+    public var definition: ViewDefinition? { shared.state.withLock { $0.definition } }
+
     /// The total of the numbers among `values` (others count as 0): what a sum reduce and a count rereduce do.
     ///
     /// ```swift

@@ -28,6 +28,13 @@ import Testing
         #expect(db.viewNames == ["byHierarchy"])
         let reopened = try #require(db.existingView(named: "byHierarchy"))
         #expect(reopened.hasMap)
+        #expect(reopened.definition == (try ViewDefinition(keyPaths: ["genre", "artist", "album.title"],
+                                                           valuePath: "duration", reduce: .sum,
+                                                           documentType: "track")))
+        let code = db.view(named: "code")
+        code.setMap(version: "1") { _, _ in }
+        #expect(code.definition == nil, "a view whose map is code has no definition")
+        try code.delete()
         try db.put(["type": "track", "genre": "Jazz", "artist": "Z", "album": ["title": "Q"], "duration": 5], id: "new")
         let again = try run(reopened) { $0.groupLevel = 1 }
         #expect(again.map(\.value) == [230, 210])
