@@ -26,7 +26,7 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     }
 
     private let base = PosixSystemCalls()
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Called after every write or sync with the simulator itself, to take crash images at that moment.
     /// Set and used from the single test thread that drives the workload.
     var onOperation: ((PowerLossSimulator) -> Void)?
