@@ -175,36 +175,19 @@ extension ViewIndex {
         let sorter = ExternalSorter(directory: StorageFile.directoryName(of: path),
                                     budget: ViewIndex.sortBudget.load(ordering: .relaxed))
         let backBuilder = TreeBuilder(file: storage, configuration: backConfiguration)
-        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
-        batch.reserveCapacity(ViewIndex.batchSize)
-        var documents = 0
-        var inFlight: PendingBatch?
-        func write(_ pending: PendingBatch) throws {
+        let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
+            try snapshot.byID.forEach { id, entry in
+                // Deleted documents emit nothing; their summary byte says so without decoding the record.
+                if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
+                try add(Array(id), Array(entry))
+                return true
+            }
+        }, write: { pending in
             for chunk in try pending.wait() {
                 for i in chunk.rows.indices { try chunk.withRow(i) { k, v in try sorter.add(key: k, value: v) } }
                 for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
             }
-        }
-        func flush() throws {
-            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
-            documents += batch.count
-            batch.removeAll(keepingCapacity: true)
-            // Write the previous batch while this one maps.
-            if let previous = inFlight { try write(previous) }
-            inFlight = next
-            if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
-        }
-        defer { _ = try? inFlight?.wait() }
-        try snapshot.byID.forEach { id, entry in
-            // Deleted documents emit nothing; their summary byte says so without decoding the record.
-            if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
-            batch.append((Array(id), Array(entry)))
-            if batch.count == ViewIndex.batchSize { try flush() }
-            return true
-        }
-        try flush()
-        if let last = inFlight { try write(last) }
-        inFlight = nil
+        })
         let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
         try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
         try commit(rows: try rowsBuilder.finish(), backIndex: try backBuilder.finish(), header: header)
@@ -219,10 +202,13 @@ extension ViewIndex {
                          limit: StorageFile.unlimited)
         var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration,
                          limit: StorageFile.unlimited)
-        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
-        var documents = 0
-        var inFlight: PendingBatch?
-        func write(_ pending: PendingBatch) throws {
+        let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
+        let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
+            try snapshot.bySequence.forEach(in: range) { _, id in
+                try add(Array(id), nil)
+                return true
+            }
+        }, write: { pending in
             var rowActions: [BTreeAction] = []
             var backActions: [BTreeAction] = []
             for chunk in try pending.wait() {
@@ -238,26 +224,40 @@ extension ViewIndex {
             }
             rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
-        }
+        })
+        try commit(rows: rows, backIndex: back, header: header)
+        return documents
+    }
+
+    /// The pipeline both builds share: documents are mapped in batches of ``batchSize`` on all cores, and each
+    /// batch's rows are written while the next batch maps. `feed` hands over the documents (ID, and the by-ID
+    /// entry when it is already at hand), `write` stores one mapped batch. Returns how many documents were mapped.
+    private func mapInBatches(
+        from snapshot: DocumentSnapshot, mapper: Mapper,
+        feed: (_ add: (_ id: [UInt8], _ entry: [UInt8]?) throws -> Void) throws -> Void,
+        write: @escaping (PendingBatch) throws -> Void
+    ) throws -> Int {
+        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
+        batch.reserveCapacity(ViewIndex.batchSize)
+        var documents = 0
+        var inFlight: PendingBatch?
+        defer { _ = try? inFlight?.wait() }
         func flush() throws {
             let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
+            // Write the previous batch while this one maps.
             if let previous = inFlight { try write(previous) }
             inFlight = next
             if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
         }
-        defer { _ = try? inFlight?.wait() }
-        let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
-        try snapshot.bySequence.forEach(in: range) { _, id in
-            batch.append((Array(id), nil))
+        try feed { id, entry in
+            batch.append((id, entry))
             if batch.count == ViewIndex.batchSize { try flush() }
-            return true
         }
         try flush()
         if let last = inFlight { try write(last) }
         inFlight = nil
-        try commit(rows: rows, backIndex: back, header: header)
         return documents
     }
 
