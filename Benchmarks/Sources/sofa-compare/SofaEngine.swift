@@ -97,12 +97,6 @@ struct DurationSumReducer: Reducer {
     }
 }
 
-@inline(__always)
-private func compareKeys(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
-    let n = min(a.count, b.count)
-    let c = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
-    return c != 0 ? Int(c) : a.count - b.count
-}
 
 /// Row indices in `memcmp` key order. Keys are compared through a flat array of (pointer, length) so the
 /// sort's comparator is a `memcmp` and nothing else.
