@@ -57,8 +57,7 @@ extension BTree {
         var runRows: UInt64 = 0
         for i in span {
             let childLow = i == 0 ? low : node.key(i - 1)
-            let placement = i == span.lowerBound || i == span.upperBound
-                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            let placement = placement(ofChild: i, in: node, span: span, low: childLow, range: range)
             switch placement {
             case .below, .above: continue
             case .inside:
@@ -126,8 +125,7 @@ extension BTree {
         guard let span = childSpan(node, range) else { return true }
         for i in span {
             let childLow = i == 0 ? low : node.key(i - 1)
-            let placement = i == span.lowerBound || i == span.upperBound
-                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            let placement = placement(ofChild: i, in: node, span: span, low: childLow, range: range)
             switch placement {
             case .below: continue
             case .above: return true

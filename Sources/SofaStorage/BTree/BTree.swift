@@ -152,8 +152,7 @@ public struct BTree: Sendable {
         while span.contains(i) {
             defer { i += step }
             let childLow = i == 0 ? low : node.key(i - 1)
-            let placement = i == span.lowerBound || i == span.upperBound
-                ? classify(range, low: childLow, high: node.key(i)) : .inside
+            let placement = placement(ofChild: i, in: node, span: span, low: childLow, range: range)
             switch placement {
             case .below, .above: continue
             case .inside where skip >= node.childRowCount(i):
@@ -194,6 +193,14 @@ public struct BTree: Sendable {
             last = min(last, upper.key.withUnsafeBytes { node.lowerBound($0) })
         }
         return first <= last ? first...last : nil
+    }
+
+    /// Where child `i` of an inner node (holding keys in (`low`, key[i]]) lies relative to `range`, given the
+    /// node's ``childSpan(_:_:)``: children strictly between the span's ends are wholly inside it.
+    package func placement(ofChild i: Int, in node: Node, span: ClosedRange<Int>, low: UnsafeRawBufferPointer?,
+                           range: KeyRange) -> Placement {
+        guard i == span.lowerBound || i == span.upperBound else { return .inside }
+        return classify(range, low: low, high: node.key(i))
     }
 
     /// Where a subtree holding keys in (low, high] lies relative to `range`.
