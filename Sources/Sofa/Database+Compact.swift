@@ -15,13 +15,16 @@ public struct CompactionResult: Sendable, Equatable {
     public let documents: UInt64
     /// The last sequence, unchanged by compaction.
     public let lastSequence: UInt64
+    /// The view index files compacted after the document file (``View/compact()``), by view name.
+    public internal(set) var views: [ViewCompactionResult] = []
 }
 
 extension Database {
     /// The suffix of the temporary file a compaction writes next to the file it rewrites (`docs.compact`).
     public static let compactionSuffix = ".compact"
 
-    /// Rewrites the document file with only the data reachable from the newest commit, then swaps it in.
+    /// Rewrites the document file, then every view's index file, with only the data reachable from their newest
+    /// commits, swapping each in atomically.
     ///
     /// The live documents are bulk-loaded (``TreeBuilder``) into `docs.compact` in the same directory, which is
     /// synced (whatever ``DatabaseOptions/durability`` says: the rename must never expose unsynced data), renamed
@@ -32,12 +35,16 @@ extension Database {
     /// A compaction interrupted before the rename leaves `docs` untouched; the next writable open removes the
     /// temporary file. After the rename the new file is complete and durable.
     ///
+    /// Each view with an index file is then compacted the same way (``View/compact()``), except one whose stored
+    /// reductions come from a custom reduce not registered in this process (they could not be recomputed): it
+    /// is left as it is and missing from ``CompactionResult/views``.
+    ///
     /// ```swift
     /// let result = try db.compact()
     /// print(result.sizeBefore, "→", result.sizeAfter)
     /// ```
     ///
-    /// - Returns: sizes before and after, documents copied.
+    /// - Returns: sizes before and after and documents copied; the same for each view compacted.
     /// - Throws: ``SofaError`` — `.readOnly`; `.invalidArgument` inside ``inBatch(_:)`` or when closed;
     ///   `.corruption` when the data to copy does not read (the original is untouched then); storage errors
     ///   (`.diskFull`, `.ioError`: the temporary file is removed and the original is kept).
@@ -45,11 +52,16 @@ extension Database {
     public func compact() throws -> CompactionResult {
         if options.readOnly { throw SofaError(.readOnly, "the database was opened read-only", path: path) }
         if isWriterThread { throw SofaError(.invalidArgument, "compact() inside inBatch; compact after the batch") }
-        return try writeLock.withLock { isClosed in
+        var result = try writeLock.withLock { isClosed in
             if isClosed { throw SofaError(.invalidArgument, "the database is closed", path: path) }
             return try documents.compact(system: system, cacheBytes: options.nodeCacheBytes,
                                          durability: options.durability)
         }
+        for name in viewNames {
+            guard let view = existingView(named: name), access(view.indexPath, F_OK) == 0 else { continue }
+            if let compacted = try view.compactIfReducible() { result.views.append(compacted) }
+        }
+        return result
     }
 
     /// Removes temporary files of an interrupted compaction (called on a writable open, under the write lock).
@@ -59,6 +71,7 @@ extension Database {
         // (StorageFile creates files under that name and renames them into place).
         try? system.unlink(directory + "/docs" + compactionSuffix + StorageFile.creatingSuffix)
         try? system.unlink(directory + "/docs" + StorageFile.creatingSuffix)
+        removeViewCompactionLeftovers(in: directory, system: system)
     }
 }
 

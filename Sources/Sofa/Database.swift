@@ -191,7 +191,9 @@ public final class Database: @unchecked Sendable {
     // MARK: - Consistency check
 
     /// Checks the whole database and returns every problem found (empty when sound): both trees' structure,
-    /// checksums, counts and reductions, every by-ID entry and body, and by-ID ⇄ by-sequence agreement.
+    /// checksums, counts and reductions, every by-ID entry and body, and by-ID ⇄ by-sequence agreement; then
+    /// every view's index file (``View/verify()``: its trees, back-index ⇄ rows, and for a declarative view the
+    /// rows against a fresh map). An index file that does not open is a problem too.
     ///
     /// ```swift
     /// let problems = try db.verify()
@@ -200,6 +202,15 @@ public final class Database: @unchecked Sendable {
     ///
     /// - Throws: `.invalidArgument` when the database is closed.
     public func verify() throws -> [SofaError] {
-        documents.verify(try readSnapshot())
+        var problems = documents.verify(try readSnapshot())
+        for name in viewNames {
+            guard let view = existingView(named: name) else { continue }
+            do {
+                problems += try view.verify()
+            } catch let error as SofaError where error.code == .corruption || error.code == .unsupportedFormat {
+                problems.append(error)
+            }
+        }
+        return problems
     }
 }

@@ -5,11 +5,13 @@ import SofaStorage
 
 /// `sofa dump DB`: the documents by ID (default), the changes by sequence (`--by-seq`), the node structure of a
 /// tree (`--tree`, the by-ID tree or with `--by-seq` the by-sequence tree), or the commit history
-/// (`--headers`, newest first along each header's `previousHeaderOffset`). Read-only.
+/// (`--headers`, newest first along each header's `previousHeaderOffset`). With `--view NAME` the same for that
+/// view's index file: its rows in index order, its rows tree's nodes (`--tree`), its commits (`--headers`).
+/// Read-only: a stale view is dumped as it is stored.
 struct DumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
-        abstract: "Print documents, changes by sequence, tree nodes or commit headers.")
+        abstract: "Print documents, changes by sequence, view rows, tree nodes or commit headers.")
 
     @OptionGroup var arguments: DatabaseArguments
 
@@ -24,6 +26,10 @@ struct DumpCommand: ParsableCommand {
     @Flag(help: "The commit history, newest first.")
     var headers = false
 
+    @Option(help: ArgumentHelp("A view's index rows (with --tree: its rows tree; with --headers: its commits).",
+                               valueName: "name"))
+    var view: String?
+
     @Option(help: "Print at most this many items.")
     var limit: Int?
 
@@ -32,15 +38,31 @@ struct DumpCommand: ParsableCommand {
             throw ValidationError("--headers cannot be combined with --tree or --by-seq")
         }
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+        if view != nil && bySequence { throw ValidationError("--view cannot be combined with --by-seq") }
     }
 
     func run() throws {
         let db = try arguments.open()
         defer { Output.flush() }
-        if headers {
-            try dumpHeaders(db)
+        if let view {
+            guard let found = db.existingView(named: view) else {
+                throw SofaError(.notFound, "no view \"\(view)\"", path: db.path)
+            }
+            if headers {
+                try dumpHeaders(try found.commitHistory(limit: limit), roots: ["rows", "back-index rows"])
+            } else if tree {
+                try dumpTree(file: "views/\(view)", name: "rows", numeric: false) {
+                    try found.forEachNode(backIndex: false, $0)
+                }
+            } else {
+                try dumpRows(found)
+            }
+        } else if headers {
+            try dumpHeaders(try db.commitHistory(limit: limit), roots: ["by-id rows", "by-seq rows"])
         } else if tree {
-            try dumpTree(db)
+            try dumpTree(file: "docs", name: bySequence ? "by-sequence" : "by-id", numeric: bySequence) {
+                try db.forEachNode(bySequence: bySequence, $0)
+            }
         } else if bySequence {
             try dumpChanges(db)
         } else {
@@ -83,17 +105,32 @@ struct DumpCommand: ParsableCommand {
         }, leftAligned: [1, 2, 3])
     }
 
-    private func dumpTree(_ db: Database) throws {
-        let name = bySequence ? "by-sequence" : "by-id"
-        let numeric = bySequence
+    private func dumpRows(_ view: View) throws {
+        var rows: [[String]] = []
+        var count = 0
+        try view.forEachRow { key, value, id in
+            if let limit, count >= limit { return false }
+            count += 1
+            if arguments.json {
+                Output.json(["key": key, "value": value ?? .null, "id": JSON(id)])
+            } else {
+                rows.append([key.description, (value ?? .null).description, id])
+            }
+            return true
+        }
+        if !arguments.json { Output.table(["key", "value", "id"], rows, leftAligned: [0, 1, 2]) }
+    }
+
+    private func dumpTree(file: String, name: String, numeric: Bool,
+                          _ forEachNode: ((NodeSummary) throws -> Void) throws -> Void) throws {
         func key(_ bytes: [UInt8]) -> String { numeric ? sequenceKey(bytes) : printableKey(bytes) }
         var rows: [[String]] = []
         var count = 0
-        try db.forEachNode(bySequence: bySequence) { node in
+        try forEachNode { node in
             if let limit, count >= limit { return }
             count += 1
             if arguments.json {
-                var object: JSONObject = ["tree": JSON(name), "offset": number(node.offset)]
+                var object: JSONObject = ["file": JSON(file), "tree": JSON(name), "offset": number(node.offset)]
                 object["kind"] = JSON(node.isLeaf ? "leaf" : "inner")
                 object["level"] = number(node.level)
                 object["entries"] = number(node.entries)
@@ -109,14 +146,15 @@ struct DumpCommand: ParsableCommand {
             }
         }
         if !arguments.json {
-            Output.line("docs/\(name): \(count) nodes, parents before children")
+            Output.line("\(file)/\(name): \(count) nodes, parents before children")
             Output.table(["offset", "kind", "level", "entries", "bytes", "raw", "first key", "last key"], rows,
                          leftAligned: [1, 6, 7])
         }
     }
 
-    private func dumpHeaders(_ db: Database) throws {
-        let history = try db.commitHistory(limit: limit)
+    /// `roots` names the commit's two roots' row counts in the table.
+    private func dumpHeaders(_ history: [(header: CommitHeader, lastSequence: UInt64?)], roots names: [String])
+        throws {
         if arguments.json {
             for (h, sequence) in history {
                 let roots: [JSON] = h.roots.map { root in
@@ -135,7 +173,7 @@ struct DumpCommand: ParsableCommand {
             }
             return
         }
-        Output.table(["commit", "offset", "previous", "end", "time (UTC)", "last seq", "by-id rows", "by-seq rows"],
+        Output.table(["commit", "offset", "previous", "end", "time (UTC)", "last seq"] + names,
                      history.map { h, sequence in
                          [String(h.commitNumber), String(h.offset), String(h.previousHeaderOffset),
                           String(h.endOffset), isoTime(h.timestamp), sequence.map { String($0) } ?? "?",

@@ -175,7 +175,8 @@ public final class View: @unchecked Sendable {
     }
 
     /// Checks the index file and returns every problem found (empty when sound): both trees' structure,
-    /// checksums, counts and stored reductions, and back-index ⇄ rows agreement.
+    /// checksums, counts and stored reductions, and back-index ⇄ rows agreement; for a declarative view also
+    /// that the rows equal a fresh map of every document up to the last sequence indexed.
     ///
     /// ```swift
     /// let problems = try view.verify()
@@ -185,7 +186,10 @@ public final class View: @unchecked Sendable {
     /// - Throws: `.invalidArgument` when the database is closed; errors opening the file.
     public func verify() throws -> [SofaError] {
         guard let index = try index() else { return [] }
-        return index.verify()
+        let problems = index.verify()
+        guard problems.isEmpty, let definition else { return problems }
+        let mapper = Mapper(map: definition.map, documentType: definition.documentType, calls: nil)
+        return index.verifyRows(against: try database.documents.committedSnapshot(), mapper: mapper)
     }
 
     // MARK: - Opening the index
@@ -199,7 +203,7 @@ public final class View: @unchecked Sendable {
 
     /// Opens the index and resets it when the registered version, reduce or definition differ from the
     /// stored ones, or re-sorts it when ICU's collator version changed. Call with `updateLock` held.
-    private func openChecked() throws -> ViewIndex? {
+    func openChecked() throws -> ViewIndex? {
         try database.checkOpen()
         let readOnly = database.options.readOnly
         var (index, reduce, version, definition) = shared.state.withLock { s in

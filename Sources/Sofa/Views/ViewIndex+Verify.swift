@@ -44,6 +44,75 @@ extension ViewIndex {
         return problems
     }
 
+    /// Every difference between the index and a fresh map of the documents it claims to reflect (empty when
+    /// they agree): for each document last changed at or before the index's last sequence, the rows and
+    /// back-index entry its winning revision emits now must be exactly the stored ones; every back-index entry
+    /// must name a document that exists. Documents changed after the last update are skipped (the index is
+    /// merely stale for them). Run after ``verify()`` found the index sound (back-index ⇄ rows), so together
+    /// they prove the rows tree holds exactly the fresh map's rows. Problems name the file and the offset of
+    /// the commit checked.
+    ///
+    /// The map must be pure (a declarative view's is). An index whose keys were made by another ICU version is
+    /// not compared (its keys would differ until it is re-sorted).
+    func verifyRows(against documents: DocumentSnapshot, mapper: Mapper) -> [SofaError] {
+        var problems: [SofaError] = []
+        do {
+            let snapshot = try self.snapshot()
+            guard snapshot.header.collatorVersion == CollationKey.collatorVersion else { return [] }
+            let offset = Int(clamping: snapshot.commitOffset)
+            func problem(_ message: String) {
+                problems.append(SofaError(.corruption, message, path: path, offset: offset))
+            }
+            let last = snapshot.header.lastSequence
+            var mapped = MappedChunk()
+            try documents.byID.forEach { idBytes, entry in
+                let id = Array(idBytes)
+                let name = String(decoding: id, as: UTF8.self)
+                let record = try DocumentRecord(decoding: entry, path: documents.path)
+                guard record.sequence <= last else { return true }
+                mapped.arena.removeAll(keepingCapacity: true)
+                mapped.rows.removeAll(keepingCapacity: true)
+                mapped.documents.removeAll(keepingCapacity: true)
+                do {
+                    try mapper.map(id: id, record: record, snapshot: documents, into: &mapped)
+                } catch {
+                    problem("document \"\(name)\" no longer maps: \(error)")
+                    return true
+                }
+                let expected = mapped.documents[0].back
+                let stored = try snapshot.backIndex.get(id)
+                guard expected.isEmpty ? stored == nil : stored == expected else {
+                    let emits = expected.isEmpty ? "emits no rows" : "emits \(mapped.rows.count) rows"
+                    let has = stored == nil ? "none are indexed" : "the back-index lists other keys"
+                    problem("document \"\(name)\" (sequence \(record.sequence)) \(emits) but \(has)")
+                    return true
+                }
+                for i in mapped.rows.indices {
+                    try mapped.withRow(i) { key, value in
+                        guard let row = try snapshot.rows.get(Array(key)) else {
+                            return problem("row \(i) of \"\(name)\" is missing from the rows tree")
+                        }
+                        if !row.elementsEqual(value) {
+                            problem("row \(i) of \"\(name)\" differs from what the map emits (key, value or sequence)")
+                        }
+                    }
+                }
+                return true
+            }
+            try snapshot.backIndex.forEach { id, _ in
+                if try documents.record(Array(id)) == nil {
+                    problem("the back-index lists \"\(String(decoding: id, as: UTF8.self))\", which is not a document")
+                }
+                return true
+            }
+        } catch let error as SofaError {
+            problems.append(error)
+        } catch {
+            problems.append(SofaError(.corruption, "\(error)", path: path))
+        }
+        return problems
+    }
+
     /// Rebuilds both trees under the current ICU collator from the emitted keys the rows keep: row keys are
     /// ICU sort keys, whose bytes may differ between ICU versions, so an index made under another version
     /// would be out of order. No map function is needed.

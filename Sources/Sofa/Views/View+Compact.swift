@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SofaStorage
+
+/// What compacting one view's index file did, for ``View/compact()`` callers and `sofa compact --view`.
+public struct ViewCompactionResult: Sendable, Equatable {
+    /// The view's name.
+    public let view: String
+    /// The file that was rewritten (`NAME.sofa/views/VIEWNAME`).
+    public let path: String
+    /// Bytes of the file before.
+    public let sizeBefore: UInt64
+    /// Bytes of the file after.
+    public let sizeAfter: UInt64
+    /// Rows copied.
+    public let rows: UInt64
+    /// The database sequence the index reflects, unchanged by compaction.
+    public let lastSequenceIndexed: UInt64
+}
+
+extension View {
+    /// The temporary file a compaction of this view writes: `views/.VIEWNAME.compact` (the leading dot keeps it
+    /// out of ``Database/viewNames``).
+    var compactionPath: String { database.path + "/views/." + name + Database.compactionSuffix }
+
+    /// Rewrites the view's index file with only the rows and back-index entries of its newest commit, then
+    /// swaps it in — the view counterpart of ``Database/compact()``.
+    ///
+    /// Both trees are bulk-loaded (``TreeBuilder``) in key order into `views/.VIEWNAME.compact`, which is synced
+    /// whatever ``DatabaseOptions/durability`` says, renamed over the index file, and the directory synced.
+    /// Queries running meanwhile keep reading the snapshot they hold; index updates wait until the compaction
+    /// ends. An interrupted compaction leaves the index file untouched; the next writable open of the database
+    /// removes the temporary file.
+    ///
+    /// ```swift
+    /// let result = try db.view(named: "byDate").compact()
+    /// print(result.sizeBefore, "→", result.sizeAfter)
+    /// ```
+    ///
+    /// - Returns: sizes before and after, rows copied.
+    /// - Throws: ``SofaError`` — `.readOnly`; `.notFound` when the view has no index file;
+    ///   `.invalidArgument` when the index holds reductions of a custom reduce that is not registered in this
+    ///   process (they could not be recomputed) or the database is closed; `.corruption` when the rows do not
+    ///   read (the original is untouched then); storage errors (the temporary file is removed, the original
+    ///   kept).
+    @discardableResult
+    public func compact() throws -> ViewCompactionResult {
+        guard let result = try compactIfReducible() else {
+            throw SofaError(.invalidArgument, "view \"\(name)\" stores reductions of a custom reduce; register it " +
+                            "(setMapReduce) in this process to compact the view", path: indexPath)
+        }
+        return result
+    }
+
+    /// ``compact()``, or nil without touching anything when the index's custom reduce is not registered.
+    func compactIfReducible() throws -> ViewCompactionResult? {
+        try database.checkOpen()
+        if database.options.readOnly {
+            throw SofaError(.readOnly, "the database was opened read-only", path: database.path)
+        }
+        if access(indexPath, F_OK) != 0 {
+            throw SofaError(.notFound, "view \"\(name)\" has no index file", path: indexPath)
+        }
+        return try shared.updateLock.withLock { _ -> ViewCompactionResult? in
+            guard let index = try openChecked() else {
+                throw SofaError(.notFound, "view \"\(name)\" has no index file", path: indexPath)
+            }
+            let snapshot = try index.snapshot()
+            if snapshot.header.reduceKind != 0 && index.reduce == nil { return nil }
+            let commit = index.storage.latestCommit
+            try copy(snapshot, metadata: commit.metadata, configuration: index)
+            // From here the index file is the new, complete, synced one; the old one lives on for open snapshots.
+            var syncError: SofaError?
+            do {
+                try database.system.fsyncDirectory(StorageFile.directoryName(of: indexPath))
+            } catch {
+                syncError = StorageFile.error(error, path: indexPath)
+            }
+            let reopened: ViewIndex
+            do {
+                reopened = try ViewIndex(path: indexPath, options: index.storage.options, reduce: index.reduce)
+            } catch {
+                // The next use opens the file again; nothing is written to the replaced one.
+                shared.state.withLock { s in
+                    s.index = nil
+                    s.checked = false
+                }
+                throw error
+            }
+            shared.state.withLock { $0.index = reopened }
+            if let syncError { throw syncError }
+            return ViewCompactionResult(view: name, path: indexPath, sizeBefore: commit.endOffset,
+                                        sizeAfter: reopened.storage.latestCommit.endOffset,
+                                        rows: snapshot.rows.rowCount, lastSequenceIndexed: snapshot.header.lastSequence)
+        }
+    }
+
+    /// Bulk-loads both trees of `snapshot` into the temporary file, commits them with `metadata` (the header
+    /// unchanged), syncs and closes it, and renames it over the index file. On any failure the temporary file
+    /// is removed and the index file is as it was.
+    private func copy(_ snapshot: ViewSnapshot, metadata: [UInt8], configuration index: ViewIndex) throws {
+        let system = database.system
+        let tempPath = compactionPath
+        try? system.unlink(tempPath)
+        let options = StorageOptions(readOnly: false, durability: .full, create: true, fileKind: ViewIndex.fileKind,
+                                     nodeCacheBytes: 1 << 20)
+        var temp: StorageFile?
+        do {
+            let file = try StorageFile(path: tempPath, options: options, system: system)
+            temp = file
+            let rows = TreeBuilder(file: file, configuration: index.rowsConfiguration)
+            try snapshot.rows.forEach { key, value in
+                try rows.add(key: key, value: value)
+                return true
+            }
+            let back = TreeBuilder(file: file, configuration: index.backConfiguration)
+            try snapshot.backIndex.forEach { key, value in
+                try back.add(key: key, value: value)
+                return true
+            }
+            try file.commit(roots: [try rows.finish().root, try back.finish().root], metadata: metadata)
+            try file.close()
+            temp = nil
+            do {
+                try system.rename(tempPath, to: indexPath)
+            } catch {
+                throw StorageFile.error(error, path: tempPath)
+            }
+        } catch {
+            try? temp?.close()
+            try? system.unlink(tempPath)
+            throw error
+        }
+    }
+}
+
+extension Database {
+    /// Removes what interrupted view compactions left in `views/`: `.VIEWNAME.compact` files and their
+    /// `.creating` stage (called on a writable open, under the write lock).
+    static func removeViewCompactionLeftovers(in directory: String, system: any SystemCalls) {
+        guard let dir = opendir(directory + "/views") else { return }
+        var leftovers: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.hasPrefix(".") && (name.hasSuffix(compactionSuffix) ||
+                                       name.hasSuffix(compactionSuffix + StorageFile.creatingSuffix)) {
+                leftovers.append(name)
+            }
+        }
+        closedir(dir)
+        for name in leftovers { try? system.unlink(directory + "/views/" + name) }
+    }
+}
