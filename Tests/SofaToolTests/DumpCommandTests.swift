@@ -98,4 +98,42 @@ import Testing
         #expect(try Tool.run(["dump", path, "--limit", "-1"]).status == 2)
         #expect(try Tool.run(["dump"]).status == 2)
     }
+
+    @Test func viewRowsNodesAndHeaders() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.tracks)
+        try Tool.createView(path, ["byArtist", "--key", "artist", "--value", "duration", "--reduce", "_count"])
+        let table = try Tool.run(["dump", path, "--view", "byArtist"])
+        #expect(table.status == 0, "\(table.error)")
+        #expect(table.lines[0].split(separator: " ") == ["key", "value", "id"])
+        #expect(table.lines.count == 2 + 8)
+        #expect(table.lines[2].split(separator: " ", omittingEmptySubsequences: true) == ["\"ABBA\"", "231", "track8"])
+
+        let rows = try Tool.run(["dump", path, "--view", "byArtist", "--json"]).jsonLines()
+        #expect(rows.map { $0["key"] as? String } == ["ABBA", "John Coltrane", "Led Zeppelin", "Led Zeppelin",
+                                                      "Miles Davis", "Miles Davis", "Queen", "Queen"])
+        #expect(rows.map { $0["id"] as? String }.prefix(2) == ["track8", "track3"])
+        #expect(rows.first?["value"] as? Int == 231)
+        #expect(try Tool.run(["dump", path, "--view", "byArtist", "--json", "--limit", "3"]).jsonLines().count == 3)
+
+        let nodes = try Tool.run(["dump", path, "--view", "byArtist", "--tree", "--json"]).jsonLines()
+        #expect(nodes.count == 1)
+        #expect(nodes.first?["file"] as? String == "views/byArtist" && nodes.first?["tree"] as? String == "rows")
+        #expect(nodes.first?["kind"] as? String == "leaf" && nodes.first?["entries"] as? Int == 8)
+        let nodeTable = try Tool.run(["dump", path, "--view", "byArtist", "--tree"])
+        #expect(nodeTable.lines.first == "views/byArtist/rows: 1 nodes, parents before children")
+
+        let headers = try Tool.run(["dump", path, "--view", "byArtist", "--headers", "--json"]).jsonLines()
+        #expect(headers.first?["lastSequence"] as? Int == 9)
+        #expect(headers.map { $0["commit"] as? Int } == [3, 2, 1])
+        let headerTable = try Tool.run(["dump", path, "--view", "byArtist", "--headers"])
+        #expect(headerTable.lines[0].split(separator: " ", omittingEmptySubsequences: true).suffix(4) ==
+                ["seq", "rows", "back-index", "rows"])
+
+        let missing = try Tool.run(["dump", path, "--view", "nope"])
+        #expect(missing.status == 1 && missing.error.hasPrefix("sofa: notFound: no view \"nope\""))
+        let usage = try Tool.run(["dump", path, "--view", "byArtist", "--by-seq"])
+        #expect(usage.status == 2)
+        #expect(usage.error.contains("--view cannot be combined with --by-seq"))
+    }
 }

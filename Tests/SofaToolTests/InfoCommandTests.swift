@@ -53,6 +53,59 @@ import Testing
         try Tool.expectVerifies(path)
     }
 
+    @Test func viewsAreListedWithTheirFileAndTrees() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.tracks)
+        try Tool.createView(path, ["byArtist", "--key", "artist", "--value", "duration", "--reduce", "_sum"])
+        try Tool.createView(path, ["byYear", "--key", "year", "--type", "track"])
+        // One more document: both views are behind it.
+        #expect(try Tool.run(["load", path, "-"], input: "{\"_id\":\"late\",\"artist\":\"Zed\"}\n").status == 0)
+
+        let table = try Tool.run(["info", path])
+        #expect(table.status == 0, "\(table.error)")
+        let lines = table.lines
+        let views = try #require(lines.firstIndex { $0.hasPrefix("view ") })
+        #expect(lines[views].split(separator: " ") == ["view", "rows", "indexed", "seq", "version", "reduce", "stale"])
+        #expect(lines[views + 2].split(separator: " ", omittingEmptySubsequences: true) ==
+                ["byArtist", "8", "9", "(declarative)", "_sum", "stale"])
+        #expect(lines[views + 3].split(separator: " ", omittingEmptySubsequences: true) ==
+                ["byYear", "8", "9", "(declarative)", "-", "stale"])
+        let files = try #require(lines.firstIndex { $0.hasPrefix("file ") })
+        #expect(lines[files + 2].hasPrefix("docs "))
+        let byArtistFile = lines[files + 3].split(separator: " ", omittingEmptySubsequences: true)
+        #expect(byArtistFile.first == "views/byArtist" && byArtistFile.count == 6)  // size, live, "N.N", "%", commit
+        #expect(byArtistFile[1] == Substring(Tool.grouped(Tool.fileSize(path + "/views/byArtist"))))
+        #expect(lines[files + 4].hasPrefix("views/byYear "))
+        let trees = try #require(lines.firstIndex { $0.hasPrefix("tree ") })
+        #expect(lines[(trees + 2)...].prefix(6).map { String($0.split(separator: " ")[0]) } ==
+                ["docs/by-id", "docs/by-sequence", "views/byArtist/rows", "views/byArtist/back-index",
+                 "views/byYear/rows", "views/byYear/back-index"])
+
+        let objects = try Tool.run(["info", path, "--json"]).jsonLines()
+        #expect(objects.count == 2 + 2 + 6)  // summary, docs file, two view objects, six trees
+        #expect(objects[0]["views"] as? Int == 2)
+        let view = objects[2]
+        #expect(view["file"] as? String == "views/byArtist" && view["view"] as? String == "byArtist")
+        #expect(view["rows"] as? Int == 8 && view["lastSequenceIndexed"] as? Int == 9)
+        #expect((view["version"] as? String)?.hasPrefix("definition:") == true)
+        #expect(view["reduce"] as? String == "_sum" && view["declarative"] as? Bool == true)
+        #expect(view["stale"] as? Bool == true)
+        #expect(view["size"] as? Int == Tool.fileSize(path + "/views/byArtist"))
+        let live = try #require(view["liveBytes"] as? Int)
+        #expect(live > 0 && live <= view["size"] as? Int ?? 0)
+        #expect(view["fragmentation"] is Double || view["fragmentation"] is Int)
+        #expect(objects[3]["reduce"] is NSNull)
+        for (object, tree) in zip(objects[6...], ["rows", "back-index", "rows", "back-index"]) {
+            #expect((object["file"] as? String)?.hasPrefix("views/") == true)
+            #expect(object["tree"] as? String == tree)
+            #expect(object["rows"] as? Int == 8)
+            #expect(object["depth"] as? Int == 1 && object["nodes"] as? Int == 1)
+            #expect((object["averageFill"] as? Double ?? 0) > 0)
+            #expect(object["compressionRatio"] != nil && object["storedBytes"] != nil && object["rawBytes"] != nil)
+        }
+        try Tool.expectVerifies(path)
+    }
+
     @Test func exitCodes() throws {
         let dir = Tool.Directory()
         let missing = try Tool.run(["info", dir.path + "/nothing.sofa"])

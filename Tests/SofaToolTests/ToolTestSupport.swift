@@ -110,6 +110,14 @@ enum Tool {
         #expect(result.output.contains("verify: no problems found"), sourceLocation: sourceLocation)
     }
 
+    /// `1234567` as "1,234,567", as the tool prints counts.
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n)
+        return digits.enumerated().map { i, c in
+            (i > 0 && (digits.count - i) % 3 == 0 ? "," : "") + String(c)
+        }.joined()
+    }
+
     static func fileSize(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? -1
     }

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 
+@testable import Sofa
+@testable import SofaStorage
+
 /// `sofa verify`: clean databases exit 0; damaged bytes are found (exit 1, file and offset named) and never
 /// crash the tool; a truncated file opens at its last good commit.
 @Suite struct VerifyCommandTests {
@@ -91,6 +94,79 @@ import Testing
         let info = try Tool.run(["info", path, "--json"]).jsonLines()
         #expect(info.first?["documents"] as? Int == 200)
         #expect(Tool.fileSize(docs) == size - 10, "read-only commands do not change the file")
+    }
+
+    @Test func flippedViewFileBytesAreFoundWithTheirOffset() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(3000))
+        try Tool.createView(path, ["byName", "--key", "name", "--value", "n", "--reduce", "_stats"])
+        let file = path + "/views/byName"
+        let nodes = try Tool.run(["dump", path, "--view", "byName", "--tree", "--json"]).jsonLines()
+        let leaf = try #require(nodes.last { $0["kind"] as? String == "leaf" })
+        let offset = try #require(leaf["offset"] as? Int)
+        try Self.flip(file, at: offset + 40, count: 4)
+
+        let result = try Tool.run(["verify", path])
+        #expect(result.exited && result.status == 1, "\(result.output) \(result.error)")
+        #expect(result.output.contains("(\(file) at offset \(offset))"), "\(result.output)")
+        let json = try Tool.run(["verify", path, "--json"])
+        #expect(json.status == 1)
+        let problems = json.jsonLines().filter { $0["problem"] != nil }
+        #expect(problems.contains { $0["offset"] as? Int == offset && $0["file"] as? String == file })
+
+        // Random single-byte flips anywhere in the view file: a finding or nothing, never a crash.
+        try Self.flip(file, at: offset + 40, count: 4)  // back as it was
+        try Tool.expectVerifies(path)
+        let pristine = try Data(contentsOf: URL(fileURLWithPath: file))
+        var state: UInt64 = 0x0F1E_5EED
+        var found = 0
+        for round in 0..<12 {
+            try pristine.write(to: URL(fileURLWithPath: file))
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let at = Int((state >> 33) % UInt64(pristine.count))
+            try Self.flip(file, at: at)
+            let flipped = try Tool.run(["verify", path])
+            #expect(flipped.exited, "round \(round): flipped byte \(at) crashed verify: \(flipped.error)")
+            #expect(flipped.status == 0 || flipped.status == 1, "round \(round), byte \(at): \(flipped.error)")
+            if flipped.status == 1 {
+                found += 1
+                #expect(flipped.output.contains(file), "round \(round): \(flipped.output)")
+            }
+        }
+        #expect(found > 0, "no flip out of 12 was detected")
+    }
+
+    @Test func tamperedViewRowIsFound() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.tracks)
+        try Tool.createView(path, ["byArtist", "--key", "artist", "--value", "duration", "--reduce", "_sum"])
+        // Through the index's own write path, so checksums and back-index ⇄ rows still agree: only a fresh map of
+        // the documents can tell that track4's row now carries a wrong duration.
+        do {
+            let db = try Database(path: path)
+            let view = try #require(db.existingView(named: "byArtist"))
+            let index = try #require(try view.index())
+            let snapshot = try index.snapshot()
+            let entry = try #require(try snapshot.backIndex.get(Array("track4".utf8)))
+            let rowKey = RowKey.make(key: try entry.withUnsafeBytes(BackIndexEntry.decode)[0],
+                                     id: Array("track4".utf8), index: 0)
+            let row = try #require(try snapshot.rows.get(rowKey)).withUnsafeBytes { try RowValue($0) }
+            let rows = try BTree(file: index.storage, root: snapshot.rows.root, configuration: index.rowsConfiguration,
+                                 limit: StorageFile.unlimited)
+                .modified(by: [.put(rowKey, RowValue.encode(keyLength: row.keyLength, sequence: row.sequence,
+                                                            key: row.key, value: 1))])
+            try index.commit(rows: rows, backIndex: snapshot.backIndex, header: snapshot.header)
+            try db.close()
+        }
+        let result = try Tool.run(["verify", path])
+        #expect(result.status == 1, "\(result.output) \(result.error)")
+        #expect(result.output.contains("problem: corruption: row 0 of \"track4\" differs from what the map emits"),
+                "\(result.output)")
+        #expect(result.output.contains("(\(path)/views/byArtist at offset "))
+        let json = try Tool.run(["verify", path, "--json"]).jsonLines()
+        #expect(json.first?["file"] as? String == path + "/views/byArtist")
+        #expect(json.first?["offset"] is Int)
+        #expect(json.last?["problems"] as? Int == 1 && json.last?["views"] as? Int == 1)
     }
 
     @Test func missingDatabaseAndBadUsage() throws {
