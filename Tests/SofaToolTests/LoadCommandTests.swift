@@ -38,7 +38,8 @@ import Testing
 
     @Test func badLineStopsWithItsNumberAndKeepsEarlierDocuments() throws {
         for (bad, code) in [("{\"_id\":\"x\", oops}", "invalidJSON"), ("[1,2]", "invalidArgument"),
-                            ("{\"_id\":\"doc00003\"}", "conflict"), ("{\"_private\":1}", "invalidArgument")] {
+                            ("{\"_id\":\"doc00003\"}", "conflict"), ("{\"_private\":1}", "invalidArgument"),
+                            ("{\"_id\":7}", "invalidArgument"), ("{\"_id\":\"_reserved\"}", "invalidArgument")] {
             let dir = Tool.Directory()
             let path = dir.path + "/db.sofa"
             let input = Tool.documents(57) + bad + "\n" + Tool.documents(10, from: 100)
@@ -51,6 +52,23 @@ import Testing
             #expect(docs.map { $0["id"] as? String } == (0..<57).map { String(format: "doc%05d", $0) }, "\(bad)")
             try Tool.expectVerifies(path)
         }
+    }
+
+    @Test func progressIsShownOnATerminalOnly() throws {
+        let dir = Tool.Directory()
+        let file = dir.path + "/in.jsonl"
+        try Tool.documents(5000).write(toFile: file, atomically: true, encoding: .utf8)
+        // `script` runs the tool on a pseudo-terminal and copies what it writes there to standard output.
+        let command = "\(DemoCommandTests.sofa) load \(dir.path)/tty.sofa \(file) --batch 1000 --durability none"
+        let terminal = try Tool.runProgram("/usr/bin/script", ["-qfec", command, "/dev/null"])
+        #expect(terminal.status == 0, "\(terminal.output) \(terminal.error)")
+        #expect(terminal.output.contains("\rload: "), "\(terminal.output.debugDescription)")
+        #expect(terminal.output.contains("/s"))
+        #expect(terminal.output.contains("\r\u{1B}[K"), "the progress line is erased at the end")
+        #expect(terminal.output.contains("loaded 5,000 documents"))
+
+        let piped = try Tool.run(["load", dir.path + "/piped.sofa", file, "--durability", "none"])
+        #expect(piped.status == 0 && piped.error.isEmpty, "no progress into a pipe: \(piped.error.debugDescription)")
     }
 
     @Test func badUsageAndMissingInput() throws {

@@ -23,8 +23,13 @@ enum Tool {
 
     /// Runs `sofa arguments…`, feeding `input` on standard input when given.
     static func run(_ arguments: [String], input: String? = nil) throws -> Result {
+        try runProgram(DemoCommandTests.sofa, arguments, input: input)
+    }
+
+    /// Runs `program arguments…`, feeding `input` on standard input when given.
+    static func runProgram(_ program: String, _ arguments: [String], input: String? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: DemoCommandTests.sofa)
+        process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

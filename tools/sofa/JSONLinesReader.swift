@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Sofa
+import SofaStorage
 import Synchronization
 
 /// Lines of a file descriptor, read 4 MiB at a time; each line is handed out in place, without copying.
@@ -70,16 +71,22 @@ struct LineReader {
     }
 }
 
-/// Parses JSON lines on a thread of its own, a chunk of documents ahead of the writer, so parsing overlaps the
-/// writer's work on a second core (`sofa load`).
+/// Parses JSON lines on a thread of its own, ahead of the writer, so reading and parsing overlap the writer's
+/// puts and commits on a second core (`sofa load`).
 ///
-/// At most ``depth`` chunks wait parsed; the parser blocks when the writer falls behind, so memory stays
+/// At most `depth` chunks wait parsed — `sofa load` asks for a whole batch's worth and more, so the parser
+/// keeps going while the writer commits — and the parser blocks when the writer falls behind, so memory stays
 /// bounded however large the input is. A line that does not parse ends the stream: its chunk carries the
 /// documents before it and the error.
+///
+/// The parser also takes each document's string `_id` out of its properties (handed over beside them), so
+/// the writer's put finds no reserved member to strip and serializes the properties as they are.
 final class JSONLinesReader: @unchecked Sendable {
-    /// Parsed documents from consecutive lines, with each one's line number for error messages.
+    /// Parsed documents from consecutive lines, with each one's `_id` (nil when absent or not a string, which
+    /// the put then reports) and line number for error messages.
     struct Chunk {
         var documents: [JSON] = []
+        var ids: [String?] = []
         var lines: [Int] = []
         /// A line that did not parse, after the documents above; the stream ends with it.
         var failure: (line: Int, error: SofaError)?
@@ -87,20 +94,21 @@ final class JSONLinesReader: @unchecked Sendable {
         var isLast = false
     }
 
-    static let depth = 4
-    static let chunkSize = 2048
+    /// Documents per chunk.
+    static let chunkSize = 1024
 
-    private let queue = Mutex<[Chunk]>([])
+    private let queue = Lock<[Chunk]>([])
     /// Chunks the writer is done with, freed on the parser's thread: tearing down a million parsed documents
     /// is work the writer need not do.
-    private let spent = Mutex<[Chunk]>([])
-    private let free = DispatchSemaphore(value: JSONLinesReader.depth)
+    private let spent = Lock<[Chunk]>([])
+    private let free: DispatchSemaphore
     private let ready = DispatchSemaphore(value: 0)
     private let cancelled = Atomic(false)
     private var thread: pthread_t?
 
-    /// Starts parsing lines of `fd` (named `path` in errors).
-    init(fd: Int32, path: String) {
+    /// Starts parsing lines of `fd` (named `path` in errors), keeping at most `depth` chunks parsed ahead.
+    init(fd: Int32, path: String, depth: Int) {
+        free = DispatchSemaphore(value: max(depth, 1))
         var reader = LineReader(fd: fd, path: path)
         let box = Unmanaged.passRetained(ParserTask { [self] in self.parse(&reader) })
         var thread = pthread_t()
@@ -153,12 +161,22 @@ final class JSONLinesReader: @unchecked Sendable {
     private func parse(_ reader: inout LineReader) {
         var chunk = Chunk()
         chunk.documents.reserveCapacity(JSONLinesReader.chunkSize)
+        chunk.ids.reserveCapacity(JSONLinesReader.chunkSize)
         while true {
             do {
                 let more = try reader.nextLine { line, number in
                     guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return }
                     do {
-                        chunk.documents.append(try JSON(parsing: line))
+                        var document = try JSON(parsing: line)
+                        var id: String?
+                        if case .object(var members) = document, case .string(let string)? = members["_id"] {
+                            document = .null  // `members` is now the only reference: removing does not copy
+                            members.removeValue(forKey: "_id")
+                            document = .object(members)
+                            id = string
+                        }
+                        chunk.documents.append(document)
+                        chunk.ids.append(id)
                         chunk.lines.append(number)
                     } catch let error as SofaError {
                         chunk.failure = (number, error)
@@ -176,6 +194,7 @@ final class JSONLinesReader: @unchecked Sendable {
                 guard publish(chunk), !last else { return }
                 chunk = Chunk()
                 chunk.documents.reserveCapacity(JSONLinesReader.chunkSize)
+                chunk.ids.reserveCapacity(JSONLinesReader.chunkSize)
             }
         }
     }

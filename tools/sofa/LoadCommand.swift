@@ -37,7 +37,9 @@ struct LoadCommand: ParsableCommand {
         }
         defer { if fd != 0 { Glibc.close(fd) } }
         let db = try arguments.open(writable: true, create: true, durability: durability.value)
-        let reader = JSONLinesReader(fd: fd, path: file)
+        // Parsed documents for a whole batch and two chunks more may wait, so the parser works on while the
+        // writer commits.
+        let reader = JSONLinesReader(fd: fd, path: file, depth: batch / JSONLinesReader.chunkSize + 2)
         var progress = Progress("load")
         var clock = Stopwatch()
         var loaded = 0
@@ -64,10 +66,11 @@ struct LoadCommand: ParsableCommand {
                         }
                         chunk = reader.next(returning: chunk)
                         position = 0
+                        progress.update(loaded + inBatch)
                         continue
                     }
                     do {
-                        try db.put(chunk.documents[position])
+                        try db.put(chunk.documents[position], id: chunk.ids[position])
                     } catch let error as SofaError {
                         reader.cancel()
                         return fail(chunk.lines[position], error)
@@ -77,7 +80,6 @@ struct LoadCommand: ParsableCommand {
                 }
             }
             if failure != nil { finished = true }
-            progress.update(loaded)
         }
         let seconds = clock.lap()
         progress.finish()
