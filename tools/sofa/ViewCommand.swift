@@ -8,4 +8,9 @@ struct ViewCommand: ParsableCommand {
         commandName: "view",
         abstract: "Create, list and drop declarative views.",
         subcommands: [ViewCreateCommand.self, ViewListCommand.self, ViewDropCommand.self])
+
+    /// Without a subcommand: bad usage.
+    func run() throws {
+        throw ValidationError("missing a view command: create, list or drop")
+    }
 }

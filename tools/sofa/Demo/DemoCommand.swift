@@ -18,13 +18,19 @@ struct DemoCommand: ParsableCommand {
     @Option(help: "Number of tracks to generate.")
     var docs = 100_000
 
+    @Flag(help: "Print one JSON object per line (each step, query and the result) instead of text.")
+    var json = false
+
     func validate() throws {
         guard docs > 0 else { throw ValidationError("--docs must be positive") }
         guard directory.hasSuffix(".sofa") else { throw ValidationError("the directory must end in .sofa") }
     }
 
     func run() throws {
-        print("Sofa demo: \(grouped(docs)) tracks into \(directory)\n")
+        DemoOutput.json = json
+        defer { Output.flush() }
+        DemoOutput.say("Sofa demo: \(grouped(docs)) tracks into \(directory)\n",
+                       ["demo": JSON(directory), "tracks": number(docs)])
         try removeDatabase(directory)
         var clock = Stopwatch()
         var library = MusicLibrary(seed: 42)
@@ -54,14 +60,18 @@ struct DemoCommand: ParsableCommand {
         let indexTime = clock.lap()
         step("3. Indexed three views: \(grouped(3 * docs)) rows (\(grouped(Int(Double(3 * docs) / indexTime))) rows/s)",
              indexTime)
-        print("")
+        DemoOutput.say("", nil)
         try queries(hierarchy: hierarchy, byYear: byYear, byArtist: byArtist, tracks: tracks)
 
-        var problems = try db.verify()
-        for view in [hierarchy, byYear, byArtist] { problems += try view.verify() }
+        let problems = try db.verify()  // the document file and every view's index file
         step("Verified the document file and every index: " +
              (problems.isEmpty ? "clean" : "\(problems.count) problems: \(problems.prefix(3))"), clock.lap())
-        print("\nThe database is in \(directory); FORMAT.md describes every byte of it.")
+        DemoOutput.say("\nThe database is in \(directory); FORMAT.md describes every byte of it.",
+                       ["database": JSON(directory), "problems": number(problems.count)])
+        if !problems.isEmpty {
+            Output.flush()
+            throw ExitCode(1)
+        }
     }
 
     private func queries(hierarchy: View, byYear: View, byArtist: View, tracks: [JSON]) throws {
@@ -134,7 +144,8 @@ struct DemoCommand: ParsableCommand {
 
         let samples: [JSON] = ["~", "1", "a", "A", "aa", "á", "b", "B", "東京", 2, 10, nil, true, ["a"], [:]]
         let sorted = samples.sorted { JSON.collate($0, $1) < 0 }
-        print("Collation: \(sorted.map(\.description).joined(separator: " < "))\n")
+        DemoOutput.say("Collation: \(sorted.map(\.description).joined(separator: " < "))\n",
+                       ["collation": .array(sorted.map { JSON($0.description) })])
     }
 
     /// The key item at `groupLevel` whose group has the largest reduced value (play time) under `prefix`.

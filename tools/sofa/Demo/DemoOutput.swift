@@ -19,9 +19,25 @@ struct Stopwatch {
     }
 }
 
+/// How the demo prints: text (default) or, with `--json`, one JSON object per step, query and note.
+enum DemoOutput {
+    /// Set once by `sofa demo --json` before anything is printed.
+    nonisolated(unsafe) static var json = false
+
+    /// A line of text, or in JSON mode `object` (nothing when nil).
+    static func say(_ text: String, _ object: JSONObject?) {
+        if json {
+            if let object { Output.json(.object(object)) }
+        } else {
+            Output.line(text)
+        }
+        Output.flush()  // each step shows as it finishes
+    }
+}
+
 /// One line of progress with its time.
 func step(_ text: String, _ seconds: Double) {
-    print("\(text)  [\(formatTime(seconds))]")
+    DemoOutput.say("\(text)  [\(formatTime(seconds))]", ["step": JSON(text), "seconds": ratio(seconds)])
 }
 
 func formatTime(_ seconds: Double) -> String {
@@ -48,9 +64,16 @@ func grouped(_ n: Int) -> String {
 /// Seconds (a reduced JSON number) as hours with one decimal.
 func hours(_ seconds: JSON?) -> String { format1((seconds?.doubleValue ?? 0) / 3600) }
 
-/// Prints a titled table with aligned columns (the first left-aligned, the others right-aligned).
+/// Prints a titled table with aligned columns (the first left-aligned, the others right-aligned); in JSON mode
+/// one object with the title, the time, the column names and the rows' cells.
 func table(_ title: String, _ seconds: Double, _ header: [String], _ rows: [[String]]) {
-    print("\(title)  [\(formatTime(seconds))]")
+    if DemoOutput.json {
+        Output.json(["query": JSON(title), "seconds": ratio(seconds), "columns": .array(header.map { JSON($0) }),
+                     "rows": .array(rows.map { .array($0.map { JSON($0) }) })])
+        Output.flush()
+        return
+    }
+    Output.line("\(title)  [\(formatTime(seconds))]")
     let all = [header] + rows
     let widths = header.indices.map { c in all.map { $0[c].count }.max() ?? 0 }
     for (n, row) in all.enumerated() {
@@ -58,8 +81,9 @@ func table(_ title: String, _ seconds: Double, _ header: [String], _ rows: [[Str
             let pad = String(repeating: " ", count: widths[c] - cell.count)
             return c == 0 ? cell + pad : pad + cell
         }
-        print("  " + cells.joined(separator: "  "))
-        if n == 0 { print("  " + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+        Output.line("  " + cells.joined(separator: "  "))
+        if n == 0 { Output.line("  " + widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
     }
-    print("")
+    Output.line("")
+    Output.flush()
 }
