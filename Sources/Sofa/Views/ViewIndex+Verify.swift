@@ -3,12 +3,17 @@ import SofaStorage
 extension ViewIndex {
     /// Every problem found in the newest commit (empty when sound): both trees' structure, checksums, counts
     /// and reductions; every back-index entry's rows present, with the doc ID, emit index and key they claim;
-    /// no row without a back-index entry (the counts agree).
+    /// no row without a back-index entry (the counts agree). Problems in a node name its offset; problems
+    /// between the trees name the offset of the commit checked.
     func verify() -> [SofaError] {
         var problems: [SofaError] = []
-        func problem(_ message: String) { problems.append(SofaError(.corruption, message, path: path)) }
+        var commitOffset: Int?
+        func problem(_ message: String) {
+            problems.append(SofaError(.corruption, message, path: path, offset: commitOffset))
+        }
         do {
             let snapshot = try self.snapshot()
+            commitOffset = Int(clamping: snapshot.commitOffset)
             problems += snapshot.rows.verify().problems
             problems += snapshot.backIndex.verify().problems
             guard problems.isEmpty else { return problems }

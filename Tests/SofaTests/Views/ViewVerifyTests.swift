@@ -107,6 +107,20 @@ import Testing
         try db2.close()
     }
 
+    @Test func backIndexOutOfStepWithTheRowsIsFoundWithTheCommitOffset() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-view-verify")
+        let db = try Database(path: dir.database(), options: testOptions())
+        let view = try Self.populate(db)
+        try Self.tamper(view, rows: [], back: [.remove(Array("track5".utf8))])
+        let commit = try #require(try view.index()).storage.latestCommit.offset
+        let problems = try db.verify()
+        #expect(problems.contains {
+            $0.message == "the back-index lists 49 rows; the rows tree holds 50" && $0.offset == Int(commit)
+        }, "\(problems)")
+        #expect(problems.allSatisfy { $0.path == view.indexPath })
+        try db.close()
+    }
+
     @Test func aCodeViewIsCheckedForConsistencyOnly() throws {
         let dir = TemporaryDatabaseDirectory("sofa-view-verify")
         let db = try Database(path: dir.database(), options: testOptions())
