@@ -12,10 +12,15 @@ demo: setup
 test: setup
 	swift test
 
-# The crash tests at length: 2,000 SIGKILLs per seed instead of the default suite's 60, and three seeds.
+# The crash tests at length: 2,000 SIGKILLs per seed instead of the default suite's 60 (storage level,
+# CrashTests) and 40 (whole database: documents, views, compaction, DatabaseCrashTests), then three more seeds.
+# The seeded loop also enumerates every crash point of a 100-step database workload per seed.
+# CRASH_KILLS=N for a shorter or longer run.
+CRASH_KILLS ?= 2000
 crash-test: setup
-	SOFA_CRASH_KILLS=2000 swift test --filter CrashTests
-	for seed in 101 202 303; do SOFA_SEED=$$seed SOFA_CRASH_KILLS=1000 swift test --filter 'CrashTests|PowerLossTests|FaultInjectionTests' || exit 1; done
+	SOFA_CRASH_KILLS=$(CRASH_KILLS) swift test --filter 'CrashTests|DatabaseCrashTests'
+	for seed in 101 202 303; do SOFA_SEED=$$seed SOFA_CRASH_KILLS=$$(( $(CRASH_KILLS) / 2 )) SOFA_CRASH_POINT_STEPS=100 \
+		swift test --filter 'CrashTests|DatabaseCrashTests|DatabaseCrashPointTests|PowerLossTests|FaultInjectionTests' || exit 1; done
 
 build: setup
 	swift build

@@ -58,11 +58,11 @@ let package = Package(
             path: "tools/sofa",
             swiftSettings: releaseTuning),
         .executableTarget(
-            name: "crash-worker", dependencies: ["SofaStorage"], path: "tools/crash-worker",
+            name: "crash-worker", dependencies: ["Sofa", "SofaStorage"], path: "tools/crash-worker",
             swiftSettings: releaseTuning),
         // The crash tests run `crash-worker` as a child process; depending on it makes `swift test` build it.
         .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
-        .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage"]),
+        .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage", "crash-worker"]),
         // Runs the built `sofa` executable as a child process (exit codes, output).
         .testTarget(name: "SofaToolTests", dependencies: ["sofa", "Sofa"]),
     ]

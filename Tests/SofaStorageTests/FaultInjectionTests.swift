@@ -55,6 +55,7 @@ import Testing
             if calls.failuresInjected == 0 { break }  // the workload finished before the crash point
             n += 1
         }
+        print("FaultInjectionTests: \(points) crash points (every write and sync of a \(commits)-commit workload)")
         #expect(points > 3 * 6)
     }
 

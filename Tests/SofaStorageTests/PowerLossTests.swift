@@ -10,6 +10,8 @@ import Testing
 @Suite struct PowerLossTests {
     @Test(arguments: [512, 4096])
     func powerCutsNeverLoseAcknowledgedCommits(sector: Int) throws {
+        var checked = 0
+        defer { print("PowerLossTests: \(checked) power-loss states checked at \(sector) B sectors") }
         for seed in SeededGenerator.seeds(fixed: [41]) {
             let dir = TemporaryDirectory()
             let path = dir.file("tree")
@@ -52,6 +54,7 @@ import Testing
                 let rows = try t.rows()
                 #expect(rows.map(\.key) == model.map(\.key) && rows.map(\.value) == model.map(\.value), "\(context)")
                 expectSound(t, context)
+                checked += 1
             }
         }
     }

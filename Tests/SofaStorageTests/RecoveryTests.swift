@@ -120,6 +120,7 @@ import Testing
             }
             #expect(!t.verify().problems.isEmpty, "verify missed the flip at \(byte)")
         }
+        print("RecoveryTests: \(detected) of \(flips) single-bit flips in reachable nodes detected")
         #expect(detected == flips)
     }
 }

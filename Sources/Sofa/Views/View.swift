@@ -214,7 +214,7 @@ public final class View: @unchecked Sendable {
             if !readOnly { try database.makeViewsDirectory() }
             let storage = StorageOptions(readOnly: readOnly, durability: database.options.durability,
                                          create: !readOnly, nodeCacheBytes: database.options.nodeCacheBytes / 4)
-            let opened = try ViewIndex(path: indexPath, options: storage, reduce: reduce)
+            let opened = try ViewIndex(path: indexPath, options: storage, reduce: reduce, system: database.system)
             index = opened
             // A declarative view found on disk brings its own map and reduce.
             if version == nil, let stored = try ViewDefinition(stored: opened.header.definition) {
@@ -235,7 +235,7 @@ public final class View: @unchecked Sendable {
                     try ViewIndex.removeFile(indexPath)
                     let storage = StorageOptions(durability: database.options.durability,
                                                  nodeCacheBytes: database.options.nodeCacheBytes / 4)
-                    index = try ViewIndex(path: indexPath, options: storage, reduce: reduce)
+                    index = try ViewIndex(path: indexPath, options: storage, reduce: reduce, system: database.system)
                 }
                 header = ViewHeader()
                 (header.mapVersion, header.reduceKind, header.definition) = wanted

@@ -101,11 +101,12 @@ final class ViewIndex: @unchecked Sendable {
     }
 
     /// Opens (or creates) the index at `path`, whose stored reductions are `reduce`'s — or, when `reduce` is
-    /// nil, the built-in (or declarative) reduce the header names.
-    init(path: String, options: StorageOptions, reduce: Reduce?) throws {
+    /// nil, the built-in (or declarative) reduce the header names. Every file call goes through `system` (the
+    /// database's: fault injection in tests).
+    init(path: String, options: StorageOptions, reduce: Reduce?, system: any SystemCalls = PosixSystemCalls()) throws {
         var options = options
         options.fileKind = ViewIndex.fileKind
-        storage = try StorageFile(path: path, options: options)
+        storage = try StorageFile(path: path, options: options, system: system)
         let header = try ViewHeader(decoding: storage.latestCommit, path: path)
         currentReduce = Lock(reduce ?? Reduce.builtIn(kind: header.reduceKind))
     }
