@@ -31,7 +31,7 @@ extension Query {
         let low = try firstKey.withUnsafeBytes { try GroupAggregate.prefix(of: $0, level: level) }
         let high = try lastKey.withUnsafeBytes { try GroupAggregate.prefix(of: $0, level: level) }
 
-        func output(key: JSON, rowCount: UInt64, reduction: [UInt8]) throws -> QueryRow {
+        func output(key: JSON, rowCount: UInt64, reduction: UnsafeRawBufferPointer) throws -> QueryRow {
             let value = try reducer?.output(reduction, rowCount: rowCount)
             return QueryRow(key: key, value: .json(value), documentID: nil, sourceDocumentID: nil, sequenceNumber: 0,
                             source: nil)
@@ -48,7 +48,7 @@ extension Query {
                 }
             }
             let key = try value.withUnsafeBytes { try RowValue.groupKey($0, items: groupLevel) }
-            return try output(key: key, rowCount: reduction.rowCount, reduction: reduction.value)
+            return try reduction.value.withUnsafeBytes { try output(key: key, rowCount: reduction.rowCount, reduction: $0) }
         }
         func lowEdge() throws -> Bool { collector.offer(try edge(low, firstValue: firstValue)) }
         func highEdge() throws -> Bool { collector.offer(try edge(high, firstValue: nil)) }
@@ -59,18 +59,19 @@ extension Query {
         func middle() throws -> Bool {
             let between = KeyRange(lower: KeyBound(GroupAggregate.treeKey(level: level, prefix: low), inclusive: false),
                                    upper: KeyBound(GroupAggregate.treeKey(level: level, prefix: high), inclusive: false))
+            let count = Int(try snapshot.groups.count(in: between))
             // Without a filter every group is an output row: skipped ones are passed by their subtree counts.
             var treeSkip = 0
             if collector.filter == nil && collector.toSkip > 0 {
-                treeSkip = Int(min(UInt64(collector.toSkip), try snapshot.groups.count(in: between)))
+                treeSkip = min(collector.toSkip, count)
                 collector.toSkip -= treeSkip
             }
+            collector.rows.reserveCapacity(collector.rows.count + min(count - treeSkip, collector.limit ?? .max) + 1)
             var more = true
             try snapshot.groups.forEach(in: between, descending: descending, skip: UInt64(treeSkip)) { _, value in
                 let aggregate = try GroupAggregate(value)
                 let key = try PackedJSON.decode(aggregate.packedKey) ?? .null
-                more = collector.offer(try output(key: key, rowCount: aggregate.rowCount,
-                                                  reduction: Array(aggregate.reduction)))
+                more = collector.offer(try output(key: key, rowCount: aggregate.rowCount, reduction: aggregate.reduction))
                 return more
             }
             return more
