@@ -248,14 +248,23 @@ import Testing
         expectSound(view)
     }
 
-    /// The header bytes of FORMAT.md §10.2.1's example.
+    /// FORMAT.md §10.2.1 says what the header code writes: its version, the level limit and the example's bytes.
     @Test func headerBytesMatchTheFormatDocument() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("FORMAT.md"), encoding: .utf8)
         var header = ViewHeader()
         header.lastSequence = 7
         header.collatorVersion = [0x99, 0x78, 0x00, 0x00]
         header.mapVersion = "1"
         header.reduceKind = 2
         header.groupLevels = [2]
-        #expect(header.encoded() == [0x02, 0x07, 0x04, 0x99, 0x78, 0x00, 0x00, 0x01, 0x31, 0x02, 0x00, 0x01, 0x02])
+        let bytes = header.encoded()
+        #expect(bytes == [0x02, 0x07, 0x04, 0x99, 0x78, 0x00, 0x00, 0x01, 0x31, 0x02, 0x00, 0x01, 0x02])
+        let hex = bytes.map { String(format: "%02x", $0) }.joined(separator: " ")
+        #expect(text.contains("`\(hex)` (version string \"1\")"))
+        #expect(text.contains("u8      format version: \(ViewHeader.formatVersion) (1 is still read)"))
+        #expect(text.contains("count of materialized group levels (at most \(ViewHeader.maxGroupLevels))"))
+        #expect(text.contains("#### 10.2.6 Groups tree (root 2)"))
     }
 }
