@@ -256,7 +256,8 @@ extension GroupAggregate {
 extension View {
     /// Makes sure the index has level `level`'s group aggregates before a grouped query, materializing them
     /// when the database is writable and fewer than ``ViewHeader/maxGroupLevels`` exist. The aggregates only
-    /// speed queries up: when they cannot be made, the query reads the rows tree instead.
+    /// speed queries up: when they cannot be made, the query reads the rows tree instead. Materializing takes
+    /// the view's update lock, so the first grouped query at a new level waits for an update in progress.
     func prepareGroupAggregate(level: Int, index: ViewIndex) {
         guard !database.options.readOnly, (1...255).contains(level),
               let header = try? index.header, !header.groupLevels.contains(UInt8(level)),
