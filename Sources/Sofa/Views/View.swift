@@ -174,8 +174,9 @@ public final class View: @unchecked Sendable {
         database.viewRegistry.remove(name)
     }
 
-    /// Checks the index file and returns every problem found (empty when sound): both trees' structure,
-    /// checksums, counts and stored reductions, and back-index ⇄ rows agreement.
+    /// Checks the index file and returns every problem found (empty when sound): the trees' structure,
+    /// checksums, counts and stored reductions, back-index ⇄ rows agreement, and every group aggregate equal to
+    /// a recomputation from the rows.
     ///
     /// ```swift
     /// let problems = try view.verify()
