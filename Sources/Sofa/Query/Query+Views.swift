@@ -20,7 +20,8 @@ extension View {
 /// 1. the key ranges: one from the start/end keys (swapped when descending, doc-ID bounds applied to rows
 ///    whose key equals the bound's key, the prefix-matched key widened), or one per distinct key of `keys`;
 /// 2. the rows of those ranges — or, when the view reduces and `mapOnly` is off, one reduced row for all of
-///    them, or one per group at `groupLevel`, using the reductions stored with whole subtrees;
+///    them, or one per group at `groupLevel`, using the reductions stored with whole subtrees — or, at a level
+///    the index keeps group aggregates for, reading one stored entry per group (`Query+GroupAggregates.swift`);
 /// 3. `postFilter`, then `sortDescriptors`, then `skip` and `limit`, all on the output rows.
 extension Query {
     func runView(_ view: View) throws -> QueryEnumerator {
@@ -40,6 +41,7 @@ extension Query {
         guard let index = try view.index() else {
             return QueryEnumerator(rows: [], sequenceNumber: 0, totalRows: 0, database: database)
         }
+        if groupLevel > 0 && keys == nil && !mapOnly { view.prepareGroupAggregate(level: groupLevel, index: index) }
         let snapshot = try index.snapshot()
         let source = RowSource(snapshot: try database.documents.committedSnapshot())
         let ranges = try keyRanges()
@@ -62,6 +64,8 @@ extension Query {
                 }
             } else if groupLevel == 0 {
                 try reduceAll(snapshot.rows, ranges, reducer!, into: &collector)
+            } else if usesGroupAggregate(snapshot) {
+                try reduceGroupsFromAggregate(snapshot, ranges[0], reducer, into: &collector)
             } else {
                 try reduceGroups(snapshot.rows, ranges, reducer, into: &collector)
             }

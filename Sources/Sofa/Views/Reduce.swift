@@ -158,6 +158,11 @@ struct ViewReducer: Reducer {
 
     /// The JSON a query shows for a stored reduction of `rowCount` rows.
     func output(_ reduction: [UInt8], rowCount: UInt64) throws -> JSON {
+        try reduction.withUnsafeBytes { try output($0, rowCount: rowCount) }
+    }
+
+    /// ``output(_:rowCount:)`` reading the reduction in place (a stored group aggregate's).
+    func output(_ reduction: UnsafeRawBufferPointer, rowCount: UInt64) throws -> JSON {
         switch reduce {
         case .count:
             return .number(Double(rowCount))
@@ -165,11 +170,9 @@ struct ViewReducer: Reducer {
             guard reduction.count == 8 else {
                 throw SofaError(.corruption, "a sum reduction of \(reduction.count) bytes; 8 expected")
             }
-            return .number(reduction.withUnsafeBytes {
-                Double(bitPattern: UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)))
-            })
+            return .number(Double(bitPattern: UInt64(littleEndian: reduction.loadUnaligned(as: UInt64.self))))
         case .stats:
-            return try reduction.withUnsafeBytes { try Stats(decoding: $0) }.json
+            return try Stats(decoding: reduction).json
         case .custom:
             return try PackedJSON.decode(reduction) ?? .null
         }

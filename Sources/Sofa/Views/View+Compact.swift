@@ -69,7 +69,7 @@ extension View {
             let snapshot = try index.snapshot()
             if snapshot.header.reduceKind != 0 && index.reduce == nil { return nil }
             let commit = index.storage.latestCommit
-            try copy(snapshot, metadata: commit.metadata, configuration: index)
+            try copy(snapshot, configuration: index)
             // From here the index file is the new, complete, synced one; the old one lives on for open snapshots.
             var syncError: SofaError?
             do {
@@ -96,10 +96,11 @@ extension View {
         }
     }
 
-    /// Bulk-loads both trees of `snapshot` into the temporary file, commits them with `metadata` (the header
-    /// unchanged), syncs and closes it, and renames it over the index file. On any failure the temporary file
-    /// is removed and the index file is as it was.
-    private func copy(_ snapshot: ViewSnapshot, metadata: [UInt8], configuration index: ViewIndex) throws {
+    /// Bulk-loads the three trees of `snapshot` (rows, back-index, group aggregates) into the temporary file,
+    /// commits them with the snapshot's header (re-encoded: a version 1 header comes out as the current
+    /// version with no group level), syncs and closes it, and renames it over the index file. On any failure
+    /// the temporary file is removed and the index file is as it was.
+    private func copy(_ snapshot: ViewSnapshot, configuration index: ViewIndex) throws {
         let system = database.system
         let tempPath = compactionPath
         try? system.unlink(tempPath)
@@ -119,7 +120,13 @@ extension View {
                 try back.add(key: key, value: value)
                 return true
             }
-            try file.commit(roots: [try rows.finish().root, try back.finish().root], metadata: metadata)
+            let groups = TreeBuilder(file: file, configuration: index.groupsConfiguration)
+            try snapshot.groups.forEach { key, value in
+                try groups.add(key: key, value: value)
+                return true
+            }
+            try file.commit(roots: [try rows.finish().root, try back.finish().root, try groups.finish().root],
+                            metadata: snapshot.header.encoded())
             try file.close()
             temp = nil
             do {

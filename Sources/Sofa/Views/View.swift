@@ -174,9 +174,10 @@ public final class View: @unchecked Sendable {
         database.viewRegistry.remove(name)
     }
 
-    /// Checks the index file and returns every problem found (empty when sound): both trees' structure,
-    /// checksums, counts and stored reductions, and back-index ⇄ rows agreement; for a declarative view also
-    /// that the rows equal a fresh map of every document up to the last sequence indexed.
+    /// Checks the index file and returns every problem found (empty when sound): the trees' structure,
+    /// checksums, counts and stored reductions, back-index ⇄ rows agreement, every group aggregate equal to a
+    /// recomputation from the rows, and for a declarative view that the rows equal a fresh map of every
+    /// document up to the last sequence indexed.
     ///
     /// ```swift
     /// let problems = try view.verify()

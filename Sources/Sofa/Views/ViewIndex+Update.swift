@@ -190,7 +190,9 @@ extension ViewIndex {
         })
         let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
         try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
-        try commit(rows: try rowsBuilder.finish(), backIndex: try backBuilder.finish(), header: header)
+        let rows = try rowsBuilder.finish()
+        try commit(rows: rows, backIndex: try backBuilder.finish(),
+                   groups: try buildGroups(rows: rows, levels: header.groupLevels), header: header)
         return documents
     }
 
@@ -203,6 +205,7 @@ extension ViewIndex {
         var back = BTree(file: storage, root: current.backIndex.root, configuration: backConfiguration,
                          limit: StorageFile.unlimited)
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
+        var groupChanges = GroupChanges(levels: header.groupLevels)
         let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
             try snapshot.bySequence.forEach(in: range) { _, id in
                 try add(Array(id), nil)
@@ -223,9 +226,11 @@ extension ViewIndex {
                 }
             }
             rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
+            try groupChanges.note(rowActions)
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
         })
-        try commit(rows: rows, backIndex: back, header: header)
+        try commit(rows: rows, backIndex: back,
+                   groups: try groupChanges.apply(to: current.groups, rows: rows, index: self), header: header)
         return documents
     }
 

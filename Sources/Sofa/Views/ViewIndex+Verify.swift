@@ -1,10 +1,10 @@
 import SofaStorage
 
 extension ViewIndex {
-    /// Every problem found in the newest commit (empty when sound): both trees' structure, checksums, counts
+    /// Every problem found in the newest commit (empty when sound): the trees' structure, checksums, counts
     /// and reductions; every back-index entry's rows present, with the doc ID, emit index and key they claim;
-    /// no row without a back-index entry (the counts agree). Problems in a node name its offset; problems
-    /// between the trees name the offset of the commit checked.
+    /// no row without a back-index entry (the counts agree); the group aggregates equal to a recomputation.
+    /// Problems in a node name its offset; problems between the trees name the offset of the commit checked.
     func verify() -> [SofaError] {
         var problems: [SofaError] = []
         var commitOffset: Int?
@@ -40,6 +40,9 @@ extension ViewIndex {
             }
             if emits != snapshot.rows.rowCount {
                 problem("the back-index lists \(emits) rows; the rows tree holds \(snapshot.rows.rowCount)")
+            }
+            for message in try verifyGroups(snapshot, reducer: reduce.map { ViewReducer(reduce: $0) }) {
+                problem(message)
             }
         } catch let error as SofaError {
             problems.append(error)
@@ -160,7 +163,9 @@ extension ViewIndex {
             }
             var newHeader = header
             newHeader.collatorVersion = CollationKey.collatorVersion
-            try commit(rows: try rows.finish(), backIndex: try back.finish(), header: newHeader)
+            let newRows = try rows.finish()
+            try commit(rows: newRows, backIndex: try back.finish(),
+                       groups: try buildGroups(rows: newRows, levels: header.groupLevels), header: newHeader)
         } catch {
             storage.discardUncommitted()
             throw error

@@ -6,7 +6,9 @@ import Synchronization
 
 /// What a view index's commit metadata records (FORMAT.md §10.2, "Header").
 struct ViewHeader: Equatable, Sendable {
-    static let formatVersion: UInt8 = 1
+    static let formatVersion: UInt8 = 2
+    /// At most this many group levels are materialized (each costs every update a range reduce per touched group).
+    static let maxGroupLevels = 4
 
     /// The database sequence the index reflects.
     var lastSequence: UInt64 = 0
@@ -18,6 +20,8 @@ struct ViewHeader: Equatable, Sendable {
     var reduceKind: UInt8 = 0
     /// A declarative view's definition (packed JSON); empty for a view defined in code.
     var definition: [UInt8] = []
+    /// The group levels whose aggregates the groups tree holds (FORMAT.md §10.2.6), ascending.
+    var groupLevels: [UInt8] = []
 
     func encoded() -> [UInt8] {
         var out: [UInt8] = [ViewHeader.formatVersion]
@@ -30,6 +34,8 @@ struct ViewHeader: Equatable, Sendable {
         out.append(reduceKind)
         out.appendVarint(UInt64(definition.count))
         out.append(contentsOf: definition)
+        out.appendVarint(UInt64(groupLevels.count))
+        out.append(contentsOf: groupLevels)
         return out
     }
 
@@ -41,8 +47,8 @@ struct ViewHeader: Equatable, Sendable {
         self = try commit.metadata.withUnsafeBytes { bytes in
             var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
             let version = try r.readByte()
-            guard version == ViewHeader.formatVersion else {
-                throw SofaError(.unsupportedFormat, "view index version \(version); this build reads 1",
+            guard version == 1 || version == ViewHeader.formatVersion else {
+                throw SofaError(.unsupportedFormat, "view index version \(version); this build reads 1 and 2",
                                 path: path, offset: Int(clamping: commit.offset))
             }
             var h = ViewHeader()
@@ -51,7 +57,17 @@ struct ViewHeader: Equatable, Sendable {
             h.mapVersion = String(decoding: try r.readLengthPrefixed(), as: UTF8.self)
             h.reduceKind = try r.readByte()
             h.definition = Array(try r.readLengthPrefixed())
-            guard r.isAtEnd, commit.roots.count == 2 else {
+            if version >= 2 {
+                let count = try r.readLength(limit: ViewHeader.maxGroupLevels)
+                for _ in 0..<count {
+                    let level = try r.readByte()
+                    guard level > 0, level > (h.groupLevels.last ?? 0) else {
+                        throw r.corruption("view index header lists group levels out of order or level 0")
+                    }
+                    h.groupLevels.append(level)
+                }
+            }
+            guard r.isAtEnd, commit.roots.count == (version == 1 ? 2 : 3) else {
                 throw r.corruption("view index commit has malformed metadata or \(commit.roots.count) roots")
             }
             return h
@@ -59,12 +75,14 @@ struct ViewHeader: Equatable, Sendable {
     }
 }
 
-/// One consistent state of a view index: both trees and the header of one commit.
+/// One consistent state of a view index: the trees and the header of one commit.
 struct ViewSnapshot: Sendable {
     /// Where the commit's header is: identifies the commit.
     let commitOffset: UInt64
     let rows: BTree
     let backIndex: BTree
+    /// The group aggregates of the header's ``ViewHeader/groupLevels`` (empty for a version 1 file).
+    let groups: BTree
     let header: ViewHeader
 }
 
@@ -73,6 +91,7 @@ struct ViewSnapshot: Sendable {
 /// - the **rows** tree (root 0): ``RowKey`` → ``RowValue``, in collation order of the emitted keys, then doc
 ///   ID; every inner pointer carries its subtree's row count and reduction (``ViewReducer``);
 /// - the **back-index** (root 1): raw doc ID → ``BackIndexEntry``, the collation keys the document emitted;
+/// - the **groups** tree (root 2): per-level group aggregates (``GroupAggregate``, `ViewIndex+Groups.swift`);
 /// - commit metadata: the ``ViewHeader``.
 ///
 /// One writer at a time (``View`` serializes updates); readers take a ``snapshot()`` and never wait.
@@ -83,6 +102,8 @@ final class ViewIndex: @unchecked Sendable {
     let storage: StorageFile
     var path: String { storage.path }
     let backConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
+    /// The groups tree keeps entry counts only.
+    let groupsConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
     /// The reduce the stored reductions are made with; replaced when a view registers its functions again.
     private let currentReduce: Lock<Reduce?>
 
@@ -124,14 +145,18 @@ final class ViewIndex: @unchecked Sendable {
             commitOffset: commit.offset,
             rows: BTree(file: storage, commit: commit, index: 0, configuration: rowsConfiguration),
             backIndex: BTree(file: storage, commit: commit, index: 1, configuration: backConfiguration),
+            groups: BTree(file: storage, commit: commit, index: 2, configuration: groupsConfiguration),
             header: try ViewHeader(decoding: commit, path: path))
         cachedSnapshot.withLock { $0 = snapshot }
         return snapshot
     }
 
-    /// Commits `rows` and `backIndex` with `header`.
-    func commit(rows: BTree, backIndex: BTree, header: ViewHeader) throws {
-        try storage.commit(roots: [rows.root, backIndex.root], metadata: header.encoded())
+    /// Commits `rows`, `backIndex` and `groups` with `header`. Without `groups` the header lists no group
+    /// level: aggregates are dropped (they are built again on demand), never left stale.
+    func commit(rows: BTree, backIndex: BTree, groups: BTree? = nil, header: ViewHeader) throws {
+        var header = header
+        if groups == nil { header.groupLevels = [] }
+        try storage.commit(roots: [rows.root, backIndex.root, groups?.root], metadata: header.encoded())
     }
 
     func close() throws { try storage.close() }

@@ -51,6 +51,7 @@ package struct ByteReader {
     package let fileOffset: UInt64
     package let path: String
 
+    @inlinable
     package init(_ bytes: UnsafeRawBufferPointer, position: Int = 0, fileOffset: UInt64, path: String) {
         self.bytes = bytes
         self.position = position
@@ -58,13 +59,16 @@ package struct ByteReader {
         self.path = path
     }
 
+    @inlinable
     package var remaining: Int { bytes.count - position }
+    @inlinable
     package var isAtEnd: Bool { position >= bytes.count }
 
     package func corruption(_ what: String) -> SofaError {
         SofaError(.corruption, what, path: path, offset: Int(clamping: fileOffset) &+ position)
     }
 
+    @inlinable
     package mutating func readLittleEndian<T: FixedWidthInteger>(_: T.Type = T.self) throws -> T {
         let size = MemoryLayout<T>.size
         guard position >= 0, remaining >= size else { throw corruption("truncated \(size)-byte integer") }
@@ -73,6 +77,7 @@ package struct ByteReader {
         return T(littleEndian: value)
     }
 
+    @inlinable
     package mutating func readByte() throws -> UInt8 {
         guard position >= 0, position < bytes.count else { throw corruption("truncated byte") }
         let b = bytes[position]
@@ -80,6 +85,7 @@ package struct ByteReader {
         return b
     }
 
+    @inlinable
     package mutating func readVarint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -96,6 +102,7 @@ package struct ByteReader {
     }
 
     /// Reads a varint that must fit in `limit`, as an `Int`.
+    @inlinable
     package mutating func readLength(limit: Int) throws -> Int {
         let start = position
         let v = try readVarint()
@@ -107,6 +114,7 @@ package struct ByteReader {
     }
 
     /// The next `count` bytes, without copying.
+    @inlinable
     package mutating func readSlice(_ count: Int) throws -> UnsafeRawBufferPointer {
         guard count >= 0, position >= 0, remaining >= count else {
             throw corruption("\(count) bytes expected, \(max(0, remaining)) remain")
@@ -117,6 +125,7 @@ package struct ByteReader {
     }
 
     /// A varint length followed by that many bytes.
+    @inlinable
     package mutating func readLengthPrefixed() throws -> UnsafeRawBufferPointer {
         let n = try readLength(limit: remaining)
         return try readSlice(n)

@@ -79,7 +79,7 @@ import Testing
         var views = register(db)
         var documents: [String: (properties: JSON, sequence: UInt64)] = [:]
         let idCount = 300
-        var compared = 0, reducedRows = 0, emptyResults = 0
+        var compared = 0, reducedRows = 0, emptyResults = 0, fromAggregates = 0
         for round in 0..<6 {
             // Writes: a batch of creations, updates and deletions.
             try db.inBatch {
@@ -104,7 +104,15 @@ import Testing
                 let model = ViewQueryModel(documents: documents, map: Self.map, reduce: modelReduce)
                 for i in 0..<40 {
                     let q = Self.randomQuery(view.createQuery(), &rng)
+                    let aggregateQueries = ViewIndex.aggregateQueries.load(ordering: .relaxed)
                     let got = try q.run()
+                    // Grouped queries without `keys` are answered from the group aggregates (FORMAT.md §10.2.6);
+                    // a limit of 0 (without sorting) reads nothing at all.
+                    if q.groupLevel > 0 && q.keys == nil && !q.mapOnly && (q.limit != 0 || !q.sortDescriptors.isEmpty) {
+                        #expect(try view.index()?.header.groupLevels.contains(UInt8(q.groupLevel)) == true)
+                        #expect(ViewIndex.aggregateQueries.load(ordering: .relaxed) > aggregateQueries)
+                        fromAggregates += 1
+                    }
                     var expected = model.run(q)
                     if !q.sortDescriptors.isEmpty || q.postFilter != nil {
                         let rows = expected.map { e in
@@ -137,9 +145,11 @@ import Testing
                 expectSound(view, rng.replayHint)
             }
         }
-        print("compared \(compared) rows (\(reducedRows) reduced), \(emptyResults) empty results")
+        print("compared \(compared) rows (\(reducedRows) reduced), \(emptyResults) empty results, "
+              + "\(fromAggregates) queries from group aggregates")
         // The random queries must exercise something: many rows, many reduced rows, not mostly empty results.
         #expect(compared > 5000 && reducedRows > 500 && emptyResults < 6 * 4 * 40 / 2, "\(rng.replayHint)")
+        #expect(fromAggregates > 100, "\(rng.replayHint)")
         expectSound(db)
     }
 }

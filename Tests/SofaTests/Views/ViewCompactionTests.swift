@@ -49,7 +49,11 @@ import Testing
         let before = try Self.contents(view)
         let oldSnapshot = try #require(try view.index()).snapshot()
 
+        #expect(try #require(try view.index()).header.groupLevels == [1], "contents() grouped at level 1")
         let result = try view.compact()
+        // The group aggregates move with the rows (FORMAT.md §10.2.7), not rebuilt by the next grouped query.
+        let compacted = try #require(try view.index()).snapshot()
+        #expect(compacted.header.groupLevels == [1] && compacted.groups.rowCount == 7)
         #expect(result.sizeAfter < result.sizeBefore / 2, "\(result)")
         #expect(result.sizeAfter == CompactionTests.fileSize(view.indexPath))
         #expect(result.rows == 300 && result.lastSequenceIndexed == db.lastSequence)
