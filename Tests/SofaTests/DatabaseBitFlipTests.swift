@@ -76,7 +76,10 @@ import Testing
 
         var random = SeededRandom(seed: SeededRandom.testSeeds[0])
         var detected = 0, unread = 0, olderCommit = 0, withOffset = 0, wrong = 0
+        var perFile: [String] = []
         for (f, name) in files.enumerated() {
+            let detectedBefore = detected
+            defer { perFile.append("\(name) \(detected - detectedBefore)/\(flipsPerFile)") }
             for n in 0..<flipsPerFile {
                 let byte = Int(random.next() % UInt64(bytes[f].count))
                 let bit = UInt8(random.next() % 8)
@@ -120,7 +123,7 @@ import Testing
         let total = flipsPerFile * files.count
         print("DatabaseBitFlipTests: \(total) single-bit flips over docs and two view files: \(detected) detected " +
               "(\(withOffset) with an offset), \(unread) in bytes never read, \(olderCommit) opened the previous " +
-              "commit, \(wrong) wrong values")
+              "commit, \(wrong) wrong values; detected per file: \(perFile.joined(separator: ", "))")
         #expect(detected + unread + olderCommit == total)
         #expect(detected * 10 >= total * 9, "most bytes of a compacted database are reachable")
     }

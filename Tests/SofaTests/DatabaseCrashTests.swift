@@ -162,25 +162,31 @@ import Testing
             }
             guard FileManager.default.fileExists(atPath: path + "/docs") else { continue }  // killed creating it
 
-            let db = try Database(path: path, options: testOptions())
-            let reached = model.advance(toSequence: db.lastSequence)
-            let recovered = model.steps
-            let context = "seed \(seed) kill \(kill): begin \(lastBegin) ack \(lastAck) recovered \(recovered) " +
-                          "(lastSequence \(db.lastSequence))"
             var problems: [String] = []
-            if !reached {
-                problems.append("lastSequence \(db.lastSequence) ends no step of the workload")
-            } else if recovered < lastAck || recovered > lastBegin {
-                problems.append("recovered step outside [lastAck, lastBegin]")
+            var context = "seed \(seed) kill \(kill): begin \(lastBegin) ack \(lastAck)"
+            do {
+                // A throw here is a failure like any other: it is reported with the kept database.
+                let db = try Database(path: path, options: testOptions())
+                defer { try? db.close() }
+                let reached = model.advance(toSequence: db.lastSequence)
+                let recovered = model.steps
+                context += " recovered \(recovered) (lastSequence \(db.lastSequence))"
+                if !reached {
+                    problems.append("lastSequence \(db.lastSequence) ends no step of the workload")
+                } else if recovered < lastAck || recovered > lastBegin {
+                    problems.append("recovered step outside [lastAck, lastBegin]")
+                }
+                if reached { problems += try Self.problems(db, model: model) }
+                // The step the kill interrupted: its commit had landed (an index update or compaction after it
+                // was cut), or not.
+                if lastBegin > lastAck, reached {
+                    let kind = lastBegin == recovered ? model.lastKind
+                        : lastBegin == recovered + 1 ? model.nextStep().kind : nil
+                    if let kind { killedIn[kind, default: 0] += 1 }
+                }
+            } catch {
+                problems.append("reopening or reading threw \(error)")
             }
-            if reached { problems += try Self.problems(db, model: model) }
-            // The step the kill interrupted: its commit had landed (an index update or compaction after it was
-            // cut), or not.
-            if lastBegin > lastAck, reached {
-                let kind = lastBegin == recovered ? model.lastKind : lastBegin == recovered + 1 ? model.nextStep().kind : nil
-                if let kind { killedIn[kind, default: 0] += 1 }
-            }
-            try db.close()
             if !problems.isEmpty {
                 let kept = NSTemporaryDirectory() + "sofa-dbcrash-seed\(seed)-kill\(kill)"
                 try? FileManager.default.removeItem(atPath: kept)

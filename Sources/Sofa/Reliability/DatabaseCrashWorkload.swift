@@ -18,9 +18,22 @@ package enum DatabaseCrashWorkload {
     /// The declarative view: items → key `[tag, n]`, no value, count reduce.
     package static let declarativeViewName = "byTag"
 
-    /// What a step does besides its commit.
+    /// What a step does: its commit (a single write or a batch), and for the last two kinds what follows it.
     package enum Kind: String, Sendable, CaseIterable {
-        case put, batch, delete, conflict, resolve, updateIndex, compact
+        /// One `put` (create, recreate or update).
+        case put
+        /// Puts, deletes and conflicts on distinct documents in one `inBatch`.
+        case batch
+        /// One `delete` of a document's winning revision.
+        case delete
+        /// One `forceInsert` of a losing branch.
+        case conflict
+        /// One `delete` of a conflict's losing leaf.
+        case resolve
+        /// One `put`, then `updateIndex()` of both views.
+        case updateIndex
+        /// One `put`, then `Database.compact()`.
+        case compact
     }
 
     /// One change to one document.

@@ -117,9 +117,11 @@ import Testing
     func indexUpdateFailingAtEveryCallIsConsistentAfterReopen(indexed: Bool) throws {
         let dir = TemporaryDatabaseDirectory("sofa-viewfault")
         var points = 0, failed = 0
+        var perCall: [String] = []
         for call in [FaultInjectingSystemCalls.Call.pread, .pwrite, .fsync, .fdatasync, .rename, .ftruncate, .open,
                      .mmap] {
             let calls = try Self.callsOfAnUpdate(call, indexed: indexed, in: dir)
+            perCall.append("\(call) \(calls)")
             guard calls > 0 else { continue }
             for nth in 1...calls {
                 for persistent in [false, true] {
@@ -169,7 +171,8 @@ import Testing
             }
         }
         print("ViewFaultTests \(indexed ? "incremental update" : "first build"): \(points) fault points, " +
-              "\(failed) updates failed, all consistent after reopening")
+              "\(failed) updates failed, all consistent after reopening (calls per update: " +
+              "\(perCall.joined(separator: ", ")); each failed once and persistently)")
         #expect(failed > 0 && points > 10, "\(points) points, \(failed) failed: the loop reached the update's calls")
     }
 
