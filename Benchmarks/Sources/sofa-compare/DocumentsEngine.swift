@@ -68,15 +68,16 @@ struct BenchDocument {
 struct DocumentSet {
     let documents: [BenchDocument]
 
-    /// Parses every line of `path` (one JSON object with a string `_id` per line), dropping `_id` from the body.
+    /// Parses the first `limit` lines of `path` (one JSON object with a string `_id` per line), dropping `_id`
+    /// from the body.
     /// - Throws: ``CompareError`` naming the line that is not such an object.
-    static func load(from path: String) throws -> DocumentSet {
+    static func load(from path: String, limit: Int) throws -> DocumentSet {
         let file = try readFile(path)
         var documents: [BenchDocument] = []
         try file.withUnsafeBytes { bytes in
             var start = 0
             var line = 1
-            for i in 0 ..< bytes.count where bytes[i] == UInt8(ascii: "\n") {
+            for i in 0 ..< bytes.count where bytes[i] == UInt8(ascii: "\n") && documents.count < limit {
                 var object: JSON
                 do {
                     object = try JSON(parsing: UnsafeRawBufferPointer(rebasing: bytes[start ..< i]))

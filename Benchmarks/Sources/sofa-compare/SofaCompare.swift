@@ -143,7 +143,7 @@ struct SofaCompare: ParsableCommand {
         }
         guard let db else { throw CompareError("--engine-child needs --db") }
         let loadStart = SystemProbe.now()
-        let documents = Array(try DocumentSet.load(from: dataDirectory + "/docs.jsonl").documents.prefix(n))
+        let documents = try DocumentSet.load(from: dataDirectory + "/docs.jsonl", limit: n).documents
         log("sofa-compare: \(name): parsed \(documents.count) documents in "
             + NumberFormat.fixed(Double(SystemProbe.now() - loadStart) / 1e9, decimals: 1) + " s")
         guard documents.count == n else {
