@@ -19,8 +19,11 @@ extension Query {
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
         // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
+        // Without a post filter every counted row is kept, so the whole count is reserved at once (growing a
+        // million-row array by doubling copies it ~4 times over); with one, at most 64 Ki rows up front.
         let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(clamping: total) : 0)
-        collector.rows.reserveCapacity(min(limit ?? Int.max, expected, 1 << 16))
+        let reserved = postFilter == nil ? expected : min(expected, 1 << 16)
+        collector.rows.reserveCapacity(min(limit ?? Int.max, reserved))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)
