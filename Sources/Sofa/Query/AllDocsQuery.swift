@@ -163,14 +163,15 @@ struct RowCollector {
 
     var isFull: Bool { limit.map { rows.count >= $0 } ?? false }
 
-    /// Takes a row if it passes; returns false once the limit is reached.
-    mutating func offer(_ row: QueryRow) -> Bool {
+    /// Takes a row if it passes; returns false once the limit is reached. The row is consumed, so a scan's
+    /// row moves into the result instead of being copied and destroyed (a retain/release pair per field).
+    mutating func offer(_ row: consuming QueryRow) -> Bool {
         if let filter, !filter(row) { return true }
         if toSkip > 0 {
             toSkip -= 1
             return true
         }
-        rows.append(row)
+        rows.append(consume row)
         return !isFull
     }
 }
