@@ -2,7 +2,8 @@
 //
 // Sofa's benchmarks: a package of its own so that the library carries no benchmark dependency.
 //
-//   sofa-compare       W1–W7 of shared/bench/WORKLOADS.md, side by side on Sofa, LMDB and SQLite (README.md)
+//   sofa-compare       W1–W7 of shared/bench/WORKLOADS.md, side by side on Sofa, LMDB and SQLite (README.md);
+//                      --suite docs: D1–D5, documents on Sofa's Database and SQLite
 //   CLMDB, CSQLite     the peers, found with pkg-config (tools/setup.sh installs liblmdb-dev, libsqlite3-dev)
 //   Benchmarks/<Layer> microbenchmarks with ordo-one/package-benchmark, one target per layer, named
 //                      `Layer.operation.case`; thresholds for the deterministic metrics in Thresholds/
@@ -37,6 +38,8 @@ let package = Package(
             dependencies: [
                 "CLMDB", "CSQLite",
                 .product(name: "SofaStorage", package: "Sofa"),
+                // The documents suite (D1–D5) drives Sofa's Database.
+                .product(name: "Sofa", package: "Sofa"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/sofa-compare",

@@ -22,8 +22,14 @@ struct SofaCompare: ParsableCommand {
     @Option(help: "Comma-separated engines to run, in column order. Default: every engine that exists.")
     var engines: String?
 
-    @Option(help: "Comma-separated workloads to report (W1 always runs: it builds the index).")
-    var workloads = "W1,W2,W3,W4,W5,W6,W7"
+    @Option(help: """
+        Which workloads: `w` (W1–W7, the engine-level index workloads) or `docs` (D1–D5, documents on Sofa's \
+        Database and SQLite; DocumentsWorkloads.swift).
+        """)
+    var suite = "w"
+
+    @Option(help: "Comma-separated workloads to report (W1, D1 always run: they load). Default: all of the suite's.")
+    var workloads: String?
 
     @Option(help: "Data set directory (with rows.tsv, q2.tsv, q4.tsv, u6.tsv, expected.json).")
     var data: String?
@@ -49,13 +55,13 @@ struct SofaCompare: ParsableCommand {
     mutating func validate() throws {
         guard n > 0 else { throw ValidationError("--n must be positive") }
         guard `repeat` > 0 else { throw ValidationError("--repeat must be positive") }
-        let known = Set(["W1", "W2", "W3", "W4", "W5", "W6", "W7"])
+        guard suite == "w" || suite == "docs" else { throw ValidationError("unknown suite \(suite); known: w, docs") }
+        let known = suiteWorkloads
         for workload in selectedWorkloads where !known.contains(workload) {
-            throw ValidationError("unknown workload \(workload); known: W1 … W7")
+            throw ValidationError("unknown workload \(workload) in suite \(suite); known: \(known.joined(separator: ", "))")
         }
-        for name in selectedEngines where EngineRegistry.engine(named: name) == nil {
-            let available = EngineRegistry.all.map { $0.name }.joined(separator: ", ")
-            throw ValidationError("unknown engine \(name); available: \(available)")
+        for name in selectedEngines where !suiteEngines.contains(name) {
+            throw ValidationError("unknown engine \(name); available: \(suiteEngines.joined(separator: ", "))")
         }
     }
 
@@ -71,7 +77,7 @@ struct SofaCompare: ParsableCommand {
 
     private func runParent() throws {
         let directory = dataDirectory
-        guard access(directory + "/expected.json", R_OK) == 0 else {
+        guard access(directory + (suite == "docs" ? "/docs.jsonl" : "/expected.json"), R_OK) == 0 else {
             throw CompareError("no data set in \(directory); make it with: Benchmarks/data/generate.sh \(n)")
         }
         let scratch = try ScratchDirectory(path: db)
@@ -83,7 +89,8 @@ struct SofaCompare: ParsableCommand {
                 log("sofa-compare: n=\(n) engine=\(engine) run \(run)/\(`repeat`)")
                 let arguments = [
                     "--engine-child", engine, "--n", String(n), "--data", directory, "--db", scratch.path,
-                    "--workloads", workloads, cold ? "--cold" : "--no-cold",
+                    "--workloads", selectedWorkloads.joined(separator: ","), cold ? "--cold" : "--no-cold",
+                    "--suite", suite,
                 ]
                 let output = try ChildProcess.run(arguments)
                 let records = output.split(separator: "\n").compactMap(ChildRecord.init(line:))
@@ -96,7 +103,8 @@ struct SofaCompare: ParsableCommand {
         let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         report.notes.append("1-minute load average at start / end: \(loadBefore) / \(SystemProbe.loadAverage()) "
             + "on \(cores) cores (above the core count, other processes competed for the CPUs)")
-        print(csv ? report.csv() : "## sofa-compare, N = \(NumberFormat.grouped(n))\n\n" + report.markdown())
+        let title = "## sofa-compare\(suite == "docs" ? " --suite docs" : ""), N = \(NumberFormat.grouped(n))"
+        print(csv ? report.csv() : title + "\n\n" + report.markdown())
         guard report.allChecksPassed else {
             log("sofa-compare: some answers differ from expected.json (see MISMATCH above)")
             throw ExitCode(1)
@@ -106,6 +114,9 @@ struct SofaCompare: ParsableCommand {
     // MARK: - Child
 
     private func runChild(engineNamed name: String) throws {
+        if suite == "docs" {
+            return try runDocumentsChild(engineNamed: name)
+        }
         guard let engineType = EngineRegistry.engine(named: name) else {
             throw CompareError("unknown engine \(name)")
         }
@@ -126,6 +137,28 @@ struct SofaCompare: ParsableCommand {
         try runner.run()
     }
 
+    private func runDocumentsChild(engineNamed name: String) throws {
+        guard let engineType = DocumentsEngineRegistry.engine(named: name) else {
+            throw CompareError("unknown documents engine \(name)")
+        }
+        guard let db else { throw CompareError("--engine-child needs --db") }
+        let loadStart = SystemProbe.now()
+        let documents = try DocumentSet.load(from: dataDirectory + "/docs.jsonl", limit: n).documents
+        log("sofa-compare: \(name): parsed \(documents.count) documents in "
+            + NumberFormat.fixed(Double(SystemProbe.now() - loadStart) / 1e9, decimals: 1) + " s")
+        guard documents.count == n else {
+            throw CompareError("\(dataDirectory)/docs.jsonl has \(documents.count) documents, not \(n)")
+        }
+        let runner = DocumentsWorkloads(
+            documents: documents, engineType: engineType, directory: db + "/" + name,
+            selected: Set(selectedWorkloads),
+            emit: { record in
+                var line = record.line + "\n"
+                line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            })
+        try runner.run()
+    }
+
     // MARK: - Options
 
     /// `--data`, else `N` under the root generate.sh wrote to (`SOFA_BENCH_DATA`, default /tmp/sofa-bench-data).
@@ -136,11 +169,22 @@ struct SofaCompare: ParsableCommand {
     }
 
     private var selectedWorkloads: [String] {
-        workloads.split(separator: ",").map { $0.trimmingPrefix(" ").uppercased() }
+        guard let workloads else { return suiteWorkloads }
+        return workloads.split(separator: ",").map { $0.trimmingPrefix(" ").uppercased() }
+    }
+
+    /// Every workload of the chosen suite.
+    private var suiteWorkloads: [String] {
+        suite == "docs" ? DocumentsWorkloads.workloads : ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+    }
+
+    /// Every engine of the chosen suite, in column order.
+    private var suiteEngines: [String] {
+        suite == "docs" ? DocumentsEngineRegistry.all.map { $0.name } : EngineRegistry.all.map { $0.name }
     }
 
     private var selectedEngines: [String] {
-        guard let engines else { return EngineRegistry.all.map { $0.name } }
+        guard let engines else { return suiteEngines }
         return engines.split(separator: ",").map { $0.trimmingPrefix(" ").lowercased() }
     }
 

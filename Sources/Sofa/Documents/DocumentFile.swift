@@ -30,7 +30,7 @@ final class DocumentFile: @unchecked Sendable {
     /// The file; replaced (under the database's write lock) when compaction swaps in a rewritten file.
     /// Snapshots keep the file they were taken from, so readers finish on the old mapping.
     private let current: Lock<StorageFile>
-    var storage: StorageFile { current.withLock { $0 } }
+    var storage: StorageFile { current.file }
     var path: String { storage.path }
     let revisionDepth: Int
     /// Bodies up to this many bytes are stored inside the by-ID entry, larger ones as value chunks.
@@ -63,7 +63,7 @@ final class DocumentFile: @unchecked Sendable {
             storage: storage,
             byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
             bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
-            lastSequence: try DocumentFile.lastSequence(in: commit, path: path))
+            lastSequence: try DocumentFile.lastSequence(in: commit, path: storage.path))
     }
 
     // MARK: - Commit metadata (FORMAT.md §10.1, "Commit metadata")

@@ -118,8 +118,8 @@ struct DocumentRecord: Sendable, Equatable {
 
 /// What an all-docs row needs from a by-ID entry, read without building the revision tree: the flags, the
 /// sequence and the winner's ID (always the first revision). A scan decodes one per row, so this reads the
-/// bytes directly, checking every bound, instead of through a general reader.
-struct RecordSummary {
+/// bytes directly through ``EntryCursor``, checking every bound, allocating nothing for an MD5 winner.
+struct RecordSummary: Sendable {
     var flags: UInt8
     var sequence: UInt64
     var winner: RevisionID
@@ -128,37 +128,61 @@ struct RecordSummary {
     var isConflicted: Bool { flags & DocumentRecord.flagConflicted != 0 }
 
     init(decoding bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws {
-        var position = 0
-        func byte() throws -> UInt8 {
-            guard position < bytes.count else { throw SofaError(.corruption, "truncated by-ID entry", path: path()) }
-            defer { position += 1 }
-            return bytes[position]
-        }
-        func varint() throws -> UInt64 {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let b = try byte()
-                if shift == 63 && b > 1 { throw SofaError(.corruption, "varint overflows 64 bits", path: path()) }
-                result |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return result }
-                shift += 7
-            }
-        }
-        flags = try byte()
-        sequence = try varint()
-        _ = try varint()
-        let revFlags = try byte()
-        let generation = try varint()
+        var cursor = EntryCursor(bytes: bytes)
+        guard let flags = cursor.byte(), let sequence = cursor.varint(), cursor.varint() != nil,
+              let revFlags = cursor.byte(), let generation = cursor.varint()
+        else { throw SofaError(.corruption, "truncated or malformed by-ID entry", path: path()) }
+        self.flags = flags
+        self.sequence = sequence
         if revFlags & 0x04 != 0 {
-            guard bytes.count - position >= 16 else { throw SofaError(.corruption, "truncated digest", path: path()) }
-            let high = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))
-            let low = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self))
+            guard let (high, low) = cursor.digest() else {
+                throw SofaError(.corruption, "truncated digest", path: path())
+            }
             winner = RevisionID(generation: generation, digest: .md5(high: high, low: low))
         } else {
-            var r = ByteReader(bytes, position: position, fileOffset: 0, path: path())
+            var r = ByteReader(bytes, position: cursor.position, fileOffset: 0, path: path())
             winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: false))
         }
+    }
+}
+
+/// A bounds-checked cursor over a by-ID entry for the hot decoders: each read answers nil instead of throwing
+/// when the bytes run out (or a varint is malformed), so the caller throws once with its own message.
+struct EntryCursor {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    @inline(__always)
+    mutating func byte() -> UInt8? {
+        guard position < bytes.count else { return nil }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    /// A LEB128 varint of at most 64 bits.
+    @inline(__always)
+    mutating func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count {
+            let b = bytes[position]
+            position += 1
+            if shift == 63 && b > 1 { return nil }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+            if shift > 63 { return nil }
+        }
+        return nil
+    }
+
+    /// A 16-byte binary digest as its two big-endian halves.
+    @inline(__always)
+    mutating func digest() -> (UInt64, UInt64)? {
+        guard bytes.count - position >= 16 else { return nil }
+        defer { position += 16 }
+        return (UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self)),
+                UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: position + 8, as: UInt64.self)))
     }
 }
 

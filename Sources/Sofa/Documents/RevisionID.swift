@@ -91,11 +91,17 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// revisions on two replicas therefore get equal IDs.
     static func derived(parent: RevisionID?, deleted: Bool, body: [UInt8]) -> RevisionID {
         var md5 = MD5()
-        var prefix: [UInt8] = [deleted ? 1 : 0]
-        let parentText = parent.map { Array($0.description.utf8) } ?? []
-        prefix.appendVarint(UInt64(parentText.count))
-        prefix.append(contentsOf: parentText)
-        md5.update(prefix)
+        if let parent {
+            var prefix: [UInt8] = [deleted ? 1 : 0]
+            let parentText = Array(parent.description.utf8)
+            prefix.appendVarint(UInt64(parentText.count))
+            prefix.append(contentsOf: parentText)
+            md5.update(prefix)
+        } else {
+            // A first revision (every document of a bulk load): the flag and a zero length, without an array.
+            let prefix: (UInt8, UInt8) = (deleted ? 1 : 0, 0)
+            withUnsafeBytes(of: prefix) { md5.update($0) }
+        }
         md5.update(body)
         let (high, low) = md5.finish()
         return RevisionID(generation: (parent?.generation ?? 0) + 1, digest: .md5(high: high, low: low))
@@ -119,9 +125,10 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     static func decodeDigest(_ reader: inout ByteReader, binary: Bool) throws -> Digest {
         if binary {
-            let high: UInt64 = try reader.readLittleEndian()
-            let low: UInt64 = try reader.readLittleEndian()
-            return .md5(high: high.byteSwapped, low: low.byteSwapped)
+            // Read as a slice, not with the generic readLittleEndian, which is not specialized across modules.
+            let bytes = try reader.readSlice(16)
+            return .md5(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                        low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
         let text = try reader.readLengthPrefixed()
         guard !text.isEmpty, text.count <= maximumLength, let s = String(validating: text, as: UTF8.self) else {

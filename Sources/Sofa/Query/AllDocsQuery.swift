@@ -19,8 +19,11 @@ extension Query {
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
         var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
         // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
+        // Without a post filter every counted row is kept, so the whole count is reserved at once (growing a
+        // million-row array by doubling copies it ~4 times over); with one, at most 64 Ki rows up front.
         let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(clamping: total) : 0)
-        collector.rows.reserveCapacity(min(limit ?? Int.max, expected, 1 << 16))
+        let reserved = postFilter == nil ? expected : min(expected, 1 << 16)
+        collector.rows.reserveCapacity(min(limit ?? Int.max, reserved))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)
@@ -28,8 +31,8 @@ extension Query {
                 try scanBySequence(source, into: &collector)
             } else {
                 let range = try idRange()
-                try snapshot.byID.forEach(in: range, descending: descending, skip: UInt64(treeSkip)) { key, value in
-                    guard let row = try makeRow(idBytes: key, entry: value, source: source) else { return true }
+                try snapshot.byID.forEachEntry(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, i in
+                    guard let row = try makeRow(leaf: leaf, index: i, source: source) else { return true }
                     return collector.offer(row)
                 }
             }
@@ -93,7 +96,7 @@ extension Query {
             throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
                             path: source.snapshot.path)
         }
-        return try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
+        return try makeRow(leaf: entry.node, index: entry.index, source: source)
     }
 
     /// Rows for the listed keys, in the order given (reversed when descending).
@@ -109,7 +112,7 @@ extension Query {
                 let id = try Query.idBytes(key)!
                 row = try id.withUnsafeBytes { idBytes in
                     try snapshot.byID.value(for: idBytes).flatMap { entry in
-                        try entry.withUnsafeBytes { try makeRow(idBytes: idBytes, entry: $0, source: source) }
+                        try makeRow(leaf: entry.node, index: entry.index, source: source)
                     }
                 }
             }
@@ -117,12 +120,11 @@ extension Query {
         }
     }
 
-    /// The row for one by-ID entry, or nil when the mode leaves the document out.
-    private func makeRow(idBytes: UnsafeRawBufferPointer, entry: UnsafeRawBufferPointer,
-                         source: RowSource) throws -> QueryRow? {
-        let path = source.snapshot.path
-        let summary = try RecordSummary(decoding: entry, path: path)
-        var conflicts: [String] = []
+    /// The row for by-ID entry `index` of `leaf`, or nil when the mode leaves the document out. The entry's
+    /// summary is decoded (and so checked) now; the row decodes its ID, key and document only when asked.
+    private func makeRow(leaf: Node, index: Int, source: RowSource) throws -> QueryRow? {
+        let entry = leaf.value(index)
+        let summary = try RecordSummary(decoding: entry, path: source.snapshot.path)
         switch allDocsMode {
         case .allDocs, .bySequence:
             if summary.isDeleted { return nil }
@@ -131,16 +133,18 @@ extension Query {
         case .showConflicts, .onlyConflicts:
             if summary.isDeleted || (allDocsMode == .onlyConflicts && !summary.isConflicted) { return nil }
             if summary.isConflicted {
-                let tree = try DocumentRecord(decoding: entry, path: path).tree
-                conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
+                // The conflict list needs the whole revision tree: such rows are built in full.
+                let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
+                let conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
+                let id = String(decoding: leaf.key(index), as: UTF8.self)
+                let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: false)
+                return QueryRow(key: .string(id), value: value, documentID: id, sourceDocumentID: id,
+                                sequenceNumber: summary.sequence, conflictingRevisions: conflicts, source: source)
             }
         }
-        let id = String(decoding: idBytes, as: UTF8.self)
-        let key: JSON = allDocsMode == .bySequence ? .number(Double(summary.sequence)) : .string(id)
-        let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
-        return QueryRow(key: key, value: value,
-                        documentID: id, sourceDocumentID: id, sequenceNumber: summary.sequence,
-                        conflictingRevisions: conflicts, source: source)
+        let row = QueryRow.Entry(leaf: leaf, index: index, summary: summary,
+                                 keyIsSequence: allDocsMode == .bySequence)
+        return QueryRow(entry: row, source: source)
     }
 }
 
@@ -159,14 +163,15 @@ struct RowCollector {
 
     var isFull: Bool { limit.map { rows.count >= $0 } ?? false }
 
-    /// Takes a row if it passes; returns false once the limit is reached.
-    mutating func offer(_ row: QueryRow) -> Bool {
+    /// Takes a row if it passes; returns false once the limit is reached. The row is consumed, so a scan's
+    /// row moves into the result instead of being copied and destroyed (a retain/release pair per field).
+    mutating func offer(_ row: consuming QueryRow) -> Bool {
         if let filter, !filter(row) { return true }
         if toSkip > 0 {
             toSkip -= 1
             return true
         }
-        rows.append(row)
+        rows.append(consume row)
         return !isFull
     }
 }

@@ -1,3 +1,5 @@
+import SofaStorage
+
 /// One row of a query result: a key, a value, and the document it came from.
 ///
 /// For an all-documents query the key is the document ID (the sequence number for
@@ -15,30 +17,89 @@ public struct QueryRow: Sendable, Equatable {
         let id: RevisionID
     }
 
-    /// The row's key.
-    public let key: JSON
-    package let storedValue: Value
-    /// The ID of the document the row stands for (nil for a reduced row).
-    public let documentID: String?
-    /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
-    /// redirects with `_id`.
-    public let sourceDocumentID: String?
-    /// The document's sequence when the row was read (0 for a reduced row).
-    public let sequenceNumber: UInt64
-    /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
-    /// non-deleted leaf revision, the winner first. Empty otherwise.
-    public let conflictingRevisions: [String]
+    /// An all-documents row as its by-ID entry: the leaf holding it (which keeps its bytes alive), its index
+    /// and the summary validated when the row was made. The ID, key and document are decoded when asked for,
+    /// so a scan builds no strings or values nobody reads.
+    package struct Entry: Sendable {
+        let leaf: Node
+        let index: Int
+        let summary: RecordSummary
+        /// Whether the key is the sequence (``AllDocsMode/bySequence``) rather than the ID.
+        let keyIsSequence: Bool
+
+        var documentID: String { String(decoding: leaf.key(index), as: UTF8.self) }
+    }
+
+    /// The fields as given (view and reduced rows), or an entry read on demand (all-documents rows).
+    private enum Fields: Sendable {
+        case given(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
+                   conflictingRevisions: [String])
+        case entry(Entry)
+    }
+
+    private let fields: Fields
     package let source: RowSource?
 
     package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
                  conflictingRevisions: [String] = [], source: RowSource?) {
-        self.key = key
-        self.storedValue = value
-        self.documentID = documentID
-        self.sourceDocumentID = sourceDocumentID
-        self.sequenceNumber = sequenceNumber
-        self.conflictingRevisions = conflictingRevisions
+        fields = .given(key: key, value: value, documentID: documentID, sourceDocumentID: sourceDocumentID,
+                        sequenceNumber: sequenceNumber, conflictingRevisions: conflictingRevisions)
         self.source = source
+    }
+
+    /// An all-documents row read from `entry` on demand.
+    package init(entry: Entry, source: RowSource) {
+        fields = .entry(entry)
+        self.source = source
+    }
+
+    /// The row's key.
+    public var key: JSON {
+        switch fields {
+        case .given(let key, _, _, _, _, _): return key
+        case .entry(let e): return e.keyIsSequence ? .number(Double(e.summary.sequence)) : .string(e.documentID)
+        }
+    }
+
+    package var storedValue: Value {
+        switch fields {
+        case .given(_, let value, _, _, _, _): return value
+        case .entry(let e): return .revision(RevisionIDBox(id: e.summary.winner), deleted: e.summary.isDeleted)
+        }
+    }
+
+    /// The ID of the document the row stands for (nil for a reduced row).
+    public var documentID: String? {
+        switch fields {
+        case .given(_, _, let id, _, _, _): return id
+        case .entry(let e): return e.documentID
+        }
+    }
+
+    /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
+    /// redirects with `_id`.
+    public var sourceDocumentID: String? {
+        switch fields {
+        case .given(_, _, _, let id, _, _): return id
+        case .entry(let e): return e.documentID
+        }
+    }
+
+    /// The document's sequence when the row was read (0 for a reduced row).
+    public var sequenceNumber: UInt64 {
+        switch fields {
+        case .given(_, _, _, _, let sequence, _): return sequence
+        case .entry(let e): return e.summary.sequence
+        }
+    }
+
+    /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
+    /// non-deleted leaf revision, the winner first. Empty otherwise.
+    public var conflictingRevisions: [String] {
+        switch fields {
+        case .given(_, _, _, _, _, let conflicts): return conflicts
+        case .entry: return []  // entry rows are made only where no conflict list is shown
+        }
     }
 
     /// The row's value; nil when the index holds none.
@@ -52,9 +113,18 @@ public struct QueryRow: Sendable, Equatable {
     }
 
     /// The document, read on access from the snapshot the query read (so it matches the row whatever was
-    /// written since); nil when the row has no document or it cannot be read.
+    /// written since); nil when the row has no document or it cannot be read. An all-documents row decodes
+    /// the entry it holds, without looking the ID up again.
     public var document: Document? {
-        guard let source, let documentID else { return nil }
+        guard let source else { return nil }
+        if case .entry(let e) = fields {
+            let snapshot = source.snapshot
+            guard let record = try? DocumentRecord(decoding: e.leaf.value(e.index), path: snapshot.path) else {
+                return nil
+            }
+            return try? snapshot.document(id: e.documentID, record: record, revision: nil)
+        }
+        guard let documentID else { return nil }
         return try? source.snapshot.document(id: documentID)
     }
 

@@ -115,6 +115,17 @@ public struct BTree: Sendable {
         in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
+        try forEachEntry(in: range, descending: descending, skip: skip) { node, i in
+            try body(node.key(i), node.value(i))
+        }
+    }
+
+    /// ``forEach(in:descending:skip:_:)`` handing out each row as its leaf and index, for callers that keep
+    /// rows undecoded (holding the node keeps its bytes valid) instead of copying them.
+    package func forEachEntry(
+        in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
+        _ body: (_ leaf: Node, _ index: Int) throws -> Bool
+    ) throws {
         guard let root, !range.isEmpty else { return }
         var toSkip = skip
         _ = try visit(root.offset, low: nil, range: range, descending: descending, skip: &toSkip, body)
@@ -123,7 +134,7 @@ public struct BTree: Sendable {
     /// Returns false when `body` asked to stop.
     private func visit(
         _ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange, descending: Bool, skip: inout UInt64,
-        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+        _ body: (Node, Int) throws -> Bool
     ) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
@@ -138,11 +149,11 @@ public struct BTree: Sendable {
             let s = Int(skip)
             skip = 0
             if descending {
-                for i in stride(from: last - s, through: first, by: -1) where try !body(node.key(i), node.value(i)) {
+                for i in stride(from: last - s, through: first, by: -1) where try !body(node, i) {
                     return false
                 }
             } else {
-                for i in (first + s)...last where try !body(node.key(i), node.value(i)) { return false }
+                for i in (first + s)...last where try !body(node, i) { return false }
             }
             return true
         }

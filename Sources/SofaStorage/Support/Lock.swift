@@ -62,3 +62,10 @@ package final class Lock<Value: Sendable>: @unchecked Sendable {
     }
     #endif
 }
+
+extension Lock where Value == StorageFile {
+    /// The file held, read under the lock. Not generic, so it is compiled here, specialized: a caller in another
+    /// module (the document file reads it on every document read) calls it directly instead of the unspecialized
+    /// generic `withLock`, which instantiates `Mutex` metadata at run time on each call.
+    package var file: StorageFile { withLock { $0 } }
+}

@@ -150,4 +150,45 @@ import Testing
         #expect(try run(db) { _ in }[0].document?.userProperties == ["id": "a2"])
         #expect(try second[0].decode([String: String].self) == ["rev": second[0].value!["rev"]!.stringValue!])
     }
+
+    /// All-documents rows hold their by-ID entry and decode the ID, key, value and document only when asked:
+    /// every field must equal what the row built in full from the document would say, in every mode and on
+    /// every path (range scan, by-sequence scan, keys), including a body stored as a value chunk.
+    @Test func rowsDecodedOnDemandEqualRowsBuiltInFull() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        let long = String(repeating: "x", count: 2_000)  // over the inline limit: a value chunk
+        try db.put(["id": "f", "long": .string(long)], id: "f")
+        let configurations: [(String, (inout Query) -> Void)] = [
+            ("allDocs", { _ in }),
+            ("includeDeleted", { $0.allDocsMode = .includeDeleted }),
+            ("showConflicts", { $0.allDocsMode = .showConflicts }),
+            ("bySequence", { $0.allDocsMode = .bySequence }),
+            ("descending range", { $0.startKey = "f"; $0.endKey = "b"; $0.descending = true }),
+            ("keys", { $0.keys = ["f", "a", "d", "e"]; $0.allDocsMode = .includeDeleted }),
+            ("bySequence keys", { $0.keys = [11, 1, 12]; $0.allDocsMode = .bySequence }),
+        ]
+        for (name, configure) in configurations {
+            let result = try run(db, configure)
+            #expect(!result.isEmpty, "\(name)")
+            let bySequence = name.hasPrefix("bySequence")
+            for row in result {
+                let id = try #require(row.documentID, "\(name)")
+                let document = try #require(try db.document(id: id, includeDeleted: true), "\(name) \(id)")
+                var value: JSONObject = ["rev": .string(document.revisionID)]
+                if document.isDeleted { value["deleted"] = true }
+                let conflicts = row.conflictingRevisions.isEmpty ? [] : [document.revisionID] + document.conflictingRevisions
+                let full = QueryRow(key: bySequence ? .number(Double(document.sequence)) : .string(id),
+                                    value: .json(.object(value)), documentID: id, sourceDocumentID: id,
+                                    sequenceNumber: document.sequence, conflictingRevisions: conflicts, source: nil)
+                #expect(row.key == full.key, "\(name) \(id)")
+                #expect(row.value == full.value, "\(name) \(id)")
+                #expect(row.sourceDocumentID == id && row.sequenceNumber == document.sequence, "\(name) \(id)")
+                #expect(row.conflictingRevisions == conflicts, "\(name) \(id)")
+                #expect(row.document == document, "\(name) \(id)")
+                #expect(row.toJSON() == full.toJSON(), "\(name) \(id)")
+            }
+        }
+        #expect(try run(db) { $0.keys = ["f"] }[0].document?["long"] == .string(long))
+    }
 }

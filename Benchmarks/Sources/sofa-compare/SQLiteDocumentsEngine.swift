@@ -1,0 +1,168 @@
+import CSQLite
+import Sofa
+
+/// SQLite as a Swift developer would keep JSON documents in it: `docs(id TEXT PRIMARY KEY, seq INTEGER, body
+/// BLOB)` with an index on `seq` (the changes feed), WAL with `synchronous=FULL` (every commit fsync'd, as
+/// Sofa's `.full`), a 64 MiB page cache, one connection without mutexes, statements prepared once.
+///
+/// Bodies are the compact JSON text of Sofa's serializer; reads parse them back with Sofa's parser, so both
+/// engines turn the same objects into bytes and back. D1 is `BEGIN … COMMIT` around 1,000 INSERTs, D2 one
+/// autocommit INSERT, D3 `SELECT body WHERE id = ?`, D4 `SELECT id, body ORDER BY id`.
+final class SQLiteDocumentsEngine: DocumentsEngine {
+    static let name = "sqlite"
+
+    static var configuration: String {
+        "SQLite \(String(cString: sqlite3_libversion())); WAL, synchronous=FULL, cache_size=-65536 (64 MiB), "
+            + "docs(id TEXT PRIMARY KEY, seq INTEGER, body BLOB) + index on seq; bodies parsed with Sofa's JSON"
+    }
+
+    private let path: String
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var select: OpaquePointer?
+    private var scan: OpaquePointer?
+    /// The sequence of the last insert: the `seq` column, as Sofa's changes feed numbers writes.
+    private var sequence: Int64 = 0
+
+    /// `SQLITE_STATIC`: the bound bytes stay valid until the statement is reset, so SQLite need not copy.
+    private static let noCopy: sqlite3_destructor_type? = nil
+
+    init(directory: String) throws {
+        path = directory + "/docs.sqlite"
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw CompareError("sqlite: cannot open \(path): \(message)")
+        }
+        do {
+            try execute("PRAGMA journal_mode=WAL")
+            try execute("PRAGMA synchronous=FULL")
+            try execute("PRAGMA cache_size=-65536")
+            try execute("CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body BLOB)")
+            try execute("CREATE UNIQUE INDEX IF NOT EXISTS docs_seq ON docs(seq)")
+            insert = try prepare("INSERT INTO docs(id, seq, body) VALUES(?1, ?2, ?3)")
+            select = try prepare("SELECT body FROM docs WHERE id = ?1")
+            scan = try prepare("SELECT id, body FROM docs ORDER BY id")
+        } catch {
+            try? close()
+            throw error
+        }
+    }
+
+    func putBatch(_ documents: ArraySlice<BenchDocument>) throws {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            for document in documents {
+                try insertRow(document)
+            }
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+        try execute("COMMIT")
+    }
+
+    func putOne(_ document: BenchDocument) throws {
+        try insertRow(document)
+    }
+
+    func body(id: String) throws -> JSON? {
+        defer { sqlite3_reset(select) }
+        var id = id
+        let rc = id.withUTF8 { utf8 in
+            sqlite3_bind_text(select, 1, utf8.baseAddress, Int32(utf8.count), SQLiteDocumentsEngine.noCopy)
+            return sqlite3_step(select)
+        }
+        if rc == SQLITE_DONE { return nil }
+        guard rc == SQLITE_ROW else { throw error("step") }
+        return try JSON(parsing: blob(select, 0))
+    }
+
+    func scanIDs(_ visit: (String) -> Void) throws {
+        defer { sqlite3_reset(scan) }
+        var rc = sqlite3_step(scan)
+        while rc == SQLITE_ROW {
+            // The body column is fetched as a pointer, not copied: available, as Sofa's row holds its entry.
+            _ = sqlite3_column_blob(scan, 1)
+            visit(text(scan, 0))
+            rc = sqlite3_step(scan)
+        }
+        guard rc == SQLITE_DONE else { throw error("step") }
+    }
+
+    func scanBodies(_ visit: (String, JSON) -> Void) throws {
+        defer { sqlite3_reset(scan) }
+        var rc = sqlite3_step(scan)
+        while rc == SQLITE_ROW {
+            visit(text(scan, 0), try JSON(parsing: blob(scan, 1)))
+            rc = sqlite3_step(scan)
+        }
+        guard rc == SQLITE_DONE else { throw error("step") }
+    }
+
+    func settle() throws {
+        try execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
+    func close() throws {
+        for statement in [insert, select, scan] {
+            sqlite3_finalize(statement)
+        }
+        (insert, select, scan) = (nil, nil, nil)
+        if db != nil {
+            let rc = sqlite3_close_v2(db)
+            db = nil
+            guard rc == SQLITE_OK else { throw CompareError("sqlite: close failed (\(rc))") }
+        }
+    }
+
+    var filesOnDisk: [String] {
+        [path, path + "-wal", path + "-shm"]
+    }
+
+    // MARK: - Statements
+
+    private func insertRow(_ document: BenchDocument) throws {
+        let body = try document.body.serializedBytes()
+        sequence += 1
+        defer { sqlite3_reset(insert) }
+        var id = document.id
+        let rc = id.withUTF8 { utf8 in
+            body.withUnsafeBytes { bytes in
+                sqlite3_bind_text(insert, 1, utf8.baseAddress, Int32(utf8.count), SQLiteDocumentsEngine.noCopy)
+                sqlite3_bind_int64(insert, 2, sequence)
+                sqlite3_bind_blob(insert, 3, bytes.baseAddress, Int32(bytes.count), SQLiteDocumentsEngine.noCopy)
+                return sqlite3_step(insert)
+            }
+        }
+        guard rc == SQLITE_DONE else { throw error("insert") }
+    }
+
+    private func blob(_ statement: OpaquePointer?, _ column: Int32) -> UnsafeRawBufferPointer {
+        // The pointer must be fetched before the size (sqlite3_column_blob docs).
+        let bytes = sqlite3_column_blob(statement, column)
+        return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column)))
+    }
+
+    private func text(_ statement: OpaquePointer?, _ column: Int32) -> String {
+        let bytes = sqlite3_column_text(statement, column)
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    private func execute(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK
+        else { throw error("prepare \(sql)") }
+        return statement
+    }
+
+    private func error(_ what: String) -> CompareError {
+        CompareError("sqlite: \(what): \(String(cString: sqlite3_errmsg(db)))")
+    }
+}
