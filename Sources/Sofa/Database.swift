@@ -204,7 +204,8 @@ public final class Database: @unchecked Sendable {
     public func verify() throws -> [SofaError] {
         var problems = documents.verify(try readSnapshot())
         for name in viewNames {
-            guard let view = existingView(named: name) else { continue }
+            // A view registered but never indexed has no file to check (and verify creates none).
+            guard let view = existingView(named: name), access(view.indexPath, F_OK) == 0 else { continue }
             do {
                 problems += try view.verify()
             } catch let error as SofaError where error.code == .corruption || error.code == .unsupportedFormat {

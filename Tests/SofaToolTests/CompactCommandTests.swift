@@ -1,4 +1,5 @@
 import Foundation
+import Sofa
 import Testing
 
 /// `sofa compact`: every document survives (dumps before and after are identical), a file with updates shrinks,
@@ -156,6 +157,32 @@ import Testing
         #expect(table.lines[0].contains("; 2 view index files  ["), "\(table.lines)")
         #expect(table.lines.count == 6)  // summary, header, rule, three files
         try Tool.expectVerifies(path)
+    }
+
+    @Test func viewWithACustomReduceIsSkippedAndSaidSo() throws {
+        let dir = Tool.Directory()
+        let path = dir.path + "/custom.sofa"
+        // An app's view with a custom reduce: the tool cannot recompute its reductions.
+        do {
+            let db = try Database(path: path)
+            try db.put(["n": 1], id: "a")
+            let view = db.view(named: "custom")
+            view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, 1) },
+                              reduce: .custom { _, values, _ in .number(View.totalValues(values)) })
+            try view.updateIndex()
+            try db.close()
+        }
+        let size = Tool.fileSize(path + "/views/custom")
+        let json = try Tool.run(["compact", path, "--json"])
+        #expect(json.status == 0, "\(json.error)")
+        let lines = json.jsonLines()
+        #expect(lines.map { $0["file"] as? String } == ["docs", "views/custom"])
+        #expect((lines.last?["skipped"] as? String)?.contains("custom reduce") == true)
+        let table = try Tool.run(["compact", path])
+        #expect(table.lines.last?.hasPrefix("skipped views/custom: ") == true, "\(table.lines)")
+        #expect(Tool.fileSize(path + "/views/custom") == size)
+        let direct = try Tool.run(["compact", path, "--view", "custom"])
+        #expect(direct.status == 1 && direct.error.hasPrefix("sofa: invalidArgument: view \"custom\" stores reductions"))
     }
 
     @Test func killedViewCompactionLeavesTheIndexIntact() throws {

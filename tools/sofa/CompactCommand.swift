@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import Sofa
 
 /// `sofa compact DB [--view NAME]`: rewrites `docs` and every view's index file with only live data
@@ -29,6 +30,7 @@ struct CompactCommand: ParsableCommand {
         let progress = Progress("compact")
         var clock = Stopwatch()
         var files: [File] = []
+        var skipped: [String] = []
         var summary: String
         if let view {
             guard let found = db.existingView(named: view) else {
@@ -46,6 +48,9 @@ struct CompactCommand: ParsableCommand {
                               fields: ["documents": number(result.documents),
                                        "lastSequence": number(result.lastSequence)]))
             files += result.views.map(viewFile)
+            // A view whose custom reduce lives only in app code cannot be compacted here: say so.
+            let compacted = Set(result.views.map(\.view))
+            skipped = db.viewNames.filter { !compacted.contains($0) && access(db.path + "/views/" + $0, F_OK) == 0 }
             let views = result.views.count
             summary = "compacted \(result.path): \(grouped(Int(result.documents))) documents (tombstones included), " +
                 "last sequence \(result.lastSequence)" +
@@ -64,6 +69,9 @@ struct CompactCommand: ParsableCommand {
                 object["seconds"] = ratio(seconds)
                 Output.json(.object(object))
             }
+            for name in skipped {
+                Output.json(["file": JSON("views/" + name), "view": JSON(name), "skipped": JSON(Self.skipReason)])
+            }
             return
         }
         Output.line(summary + "  [\(formatTime(seconds))]")
@@ -73,7 +81,11 @@ struct CompactCommand: ParsableCommand {
                     grouped(Int(saved)) + (file.before == 0 ? "" : " (" +
                                            percent(Double(saved) / Double(file.before)) + ")")]
         })
+        for name in skipped { Output.line("skipped views/\(name): \(Self.skipReason)") }
     }
+
+    static let skipReason = "its reductions come from a custom reduce in app code; compact it from the app " +
+        "(View.compact())"
 
     private func viewFile(_ result: ViewCompactionResult) -> File {
         File(name: "views/" + result.view, before: result.sizeBefore, after: result.sizeAfter,

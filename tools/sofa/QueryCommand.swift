@@ -171,6 +171,13 @@ struct QueryCommand: ParsableCommand {
             db = try arguments.open(writable: true)
             found = try existing(name, in: db)
         }
+        if stale == nil && !db.options.readOnly {
+            // Bring the index up to date first (what `.before` would do), showing that the wait is the index.
+            let progress = Progress("query")
+            progress.note("updating the index of \(name) to sequence \(db.lastSequence)…")
+            try found.updateIndex()
+            progress.finish()
+        }
         var query = found.createQuery()
         configure(&query)
         query.indexUpdateMode = stale == nil && !db.options.readOnly ? .before : .never

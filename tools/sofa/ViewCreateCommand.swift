@@ -54,9 +54,12 @@ struct ViewCreateCommand: ParsableCommand {
     func run() throws {
         let db = try arguments.open(writable: true)
         var clock = Stopwatch()
+        let progress = Progress("view create")
+        progress.note("building the index of \(name) from \(grouped(db.documentCount)) documents…")
         let view = try db.defineView(named: name, keyPaths: keyPaths, valuePath: value, reduce: reduce?.reduce,
                                      documentType: type)
         try view.updateIndex()
+        progress.finish()
         let seconds = clock.lap()
         let rows = view.totalRows, sequence = view.lastSequenceIndexed
         try db.close()

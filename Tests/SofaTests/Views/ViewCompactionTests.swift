@@ -79,6 +79,39 @@ import Testing
         try reopened.close()
     }
 
+    @Test func queriesOnOtherThreadsKeepAnsweringDuringCompaction() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-view-compact")
+        let db = try Database(path: dir.database(), options: testOptions())
+        let view = try Self.populate(db)
+        let expected = try Self.contents(view)
+        let failures = Lock<[String]>([])
+        let stop = Lock(false)
+        var readers: [Thread] = []
+        for r in 0..<3 {
+            let thread = Thread {
+                var rounds = 0
+                while !stop.withLock({ $0 }) || rounds == 0 {
+                    rounds += 1
+                    do {
+                        if try Self.contents(view) != expected {
+                            failures.withLock { $0.append("reader \(r): contents differ") }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("reader \(r): \(error)") }
+                    }
+                }
+            }
+            readers.append(thread)
+            thread.start()
+        }
+        for _ in 0..<5 { try view.compact() }
+        stop.withLock { $0 = true }
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        #expect(failures.withLock { $0 } == [])
+        expectSound(db)
+        try db.close()
+    }
+
     @Test func databaseCompactionCoversEveryView() throws {
         let dir = TemporaryDatabaseDirectory("sofa-view-compact")
         let db = try Database(path: dir.database(), options: testOptions())
