@@ -59,7 +59,7 @@ extension Query {
         func middle() throws -> Bool {
             let between = KeyRange(lower: KeyBound(GroupAggregate.treeKey(level: level, prefix: low), inclusive: false),
                                    upper: KeyBound(GroupAggregate.treeKey(level: level, prefix: high), inclusive: false))
-            let count = Int(try snapshot.groups.count(in: between))
+            let count = Int(clamping: try snapshot.groups.count(in: between))
             // Without a filter every group is an output row: skipped ones are passed by their subtree counts.
             var treeSkip = 0
             if collector.filter == nil && collector.toSkip > 0 {

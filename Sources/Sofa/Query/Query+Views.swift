@@ -41,7 +41,7 @@ extension Query {
         guard let index = try view.index() else {
             return QueryEnumerator(rows: [], sequenceNumber: 0, totalRows: 0, database: database)
         }
-        if groupLevel > 0 && keys == nil && !mapOnly { view.prepareGroupAggregate(level: groupLevel, index: index) }
+        if groupLevel > 0 && keys == nil && !mapOnly { try view.prepareGroupAggregate(level: groupLevel, index: index) }
         let snapshot = try index.snapshot()
         let source = RowSource(snapshot: try database.documents.committedSnapshot())
         let ranges = try keyRanges()

@@ -24,10 +24,10 @@ extension View {
     /// out of ``Database/viewNames``).
     var compactionPath: String { database.path + "/views/." + name + Database.compactionSuffix }
 
-    /// Rewrites the view's index file with only the rows and back-index entries of its newest commit, then
-    /// swaps it in — the view counterpart of ``Database/compact()``.
+    /// Rewrites the view's index file with only the rows, back-index entries and group aggregates of its newest
+    /// commit, then swaps it in — the view counterpart of ``Database/compact()``.
     ///
-    /// Both trees are bulk-loaded (``TreeBuilder``) in key order into `views/.VIEWNAME.compact`, which is synced
+    /// The three trees are bulk-loaded (``TreeBuilder``) in key order into `views/.VIEWNAME.compact`, which is synced
     /// whatever ``DatabaseOptions/durability`` says, renamed over the index file, and the directory synced.
     /// Queries running meanwhile keep reading the snapshot they hold; index updates wait until the compaction
     /// ends. An interrupted compaction leaves the index file untouched; the next writable open of the database
@@ -79,7 +79,8 @@ extension View {
             }
             let reopened: ViewIndex
             do {
-                reopened = try ViewIndex(path: indexPath, options: index.storage.options, reduce: index.reduce)
+                reopened = try ViewIndex(path: indexPath, options: index.storage.options, reduce: index.reduce,
+                                         system: database.system)
             } catch {
                 // The next use opens the file again; nothing is written to the replaced one.
                 shared.state.withLock { s in

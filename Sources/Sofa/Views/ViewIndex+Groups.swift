@@ -178,6 +178,9 @@ extension ViewIndex {
             var header = current.header
             guard level > 0, !header.groupLevels.contains(level),
                   header.groupLevels.count < ViewHeader.maxGroupLevels else { return }
+            // Reductions of a custom reduce not registered in this process cannot be computed: no aggregates
+            // (they would be stored empty and read as corrupt once the reduce is registered).
+            guard header.reduceKind == 0 || reduce != nil else { return }
             header.groupLevels = (header.groupLevels + [level]).sorted()
             let groups = try buildGroups(rows: current.rows, levels: header.groupLevels, previous: current)
             try commit(rows: current.rows, backIndex: current.backIndex, groups: groups, header: header)
@@ -213,8 +216,10 @@ extension ViewIndex {
             }
             listed += stored
         }
-        if snapshot.groups.rowCount != listed {
+        if snapshot.groups.rowCount > listed {
             problems.append("the groups tree holds \(snapshot.groups.rowCount - listed) entries of levels the header does not list")
+        } else if snapshot.groups.rowCount < listed {
+            problems.append("the groups tree's root counts \(snapshot.groups.rowCount) entries, its levels \(listed)")
         }
         return problems
     }
@@ -258,14 +263,23 @@ extension View {
     /// when the database is writable and fewer than ``ViewHeader/maxGroupLevels`` exist. The aggregates only
     /// speed queries up: when they cannot be made, the query reads the rows tree instead. Materializing takes
     /// the view's update lock, so the first grouped query at a new level waits for an update in progress.
-    func prepareGroupAggregate(level: Int, index: ViewIndex) {
-        guard !database.options.readOnly, (1...255).contains(level),
-              let header = try? index.header, !header.groupLevels.contains(UInt8(level)),
+    ///
+    /// - Throws: what reading the index header throws (`.corruption`), and a failed commit of the aggregates
+    ///   other than `.diskFull` (an I/O error leaves the file refusing writes, which the caller must learn now,
+    ///   not at the next update). Disk full only leaves the aggregates unmade.
+    func prepareGroupAggregate(level: Int, index: ViewIndex) throws {
+        guard !database.options.readOnly, (1...255).contains(level) else { return }
+        let header = try index.header
+        guard !header.groupLevels.contains(UInt8(level)),
               header.groupLevels.count < ViewHeader.maxGroupLevels else { return }
-        shared.updateLock.withLock { _ in
+        try shared.updateLock.withLock { _ in
             // A reset or deleteIndex may have replaced the index meanwhile.
             guard shared.state.withLock({ $0.checked && $0.index === index }) else { return }
-            try? index.addGroupLevel(UInt8(level))
+            do {
+                try index.addGroupLevel(UInt8(level))
+            } catch let error as SofaError where error.code == .diskFull {
+                return
+            }
         }
     }
 }

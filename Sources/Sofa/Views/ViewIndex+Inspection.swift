@@ -43,7 +43,8 @@ extension View {
         guard let index = try index() else { return nil }
         let snapshot = try index.snapshot()
         let commit = index.storage.latestCommit
-        let trees = (snapshot.rows.root?.subtreeSize ?? 0) + (snapshot.backIndex.root?.subtreeSize ?? 0)
+        let trees = (snapshot.rows.root?.subtreeSize ?? 0) + (snapshot.backIndex.root?.subtreeSize ?? 0) +
+            (snapshot.groups.root?.subtreeSize ?? 0)
         let live = StorageFile.fileHeaderLength + trees + (commit.endOffset - commit.offset)
         let header = snapshot.header
         let reduceName: String? = header.reduceKind == 0 ? nil

@@ -235,6 +235,33 @@ import Testing
         #expect(try view.index()?.header.groupLevels == [])
     }
 
+    /// A custom reduce not registered in this process cannot be computed: a grouped query then materializes
+    /// nothing (no empty reductions stored), and once the reduce is registered the aggregates are exact.
+    @Test func unregisteredCustomReduceDoesNotMaterialize() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-groups")
+        var db = try Database(path: dir.database(), options: testOptions())
+        let max = try #require(Self.reduces.first { $0.0 == "max" }?.1)
+        var view = db.view(named: "h")
+        view.setMapReduce(version: "1", map: Self.map, reduce: max)
+        try db.inBatch { for i in 0..<200 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
+        try view.updateIndex()
+        try db.close()
+
+        db = try Database(path: dir.database(), options: testOptions())
+        let unregistered = try #require(db.existingView(named: "h"))
+        var query = unregistered.createQuery()
+        query.groupLevel = 1
+        query.indexUpdateMode = .never
+        _ = try? query.run()
+        #expect(try unregistered.index()?.header.groupLevels == [])
+        view = db.view(named: "h")
+        view.setMapReduce(version: "1", map: Self.map, reduce: max)
+        try Self.expectGroups(view, level: 1, reduce: "max", "registered")
+        #expect(try view.index()?.header.groupLevels == [1])
+        expectSound(view)
+        try db.close()
+    }
+
     /// At most ``ViewHeader/maxGroupLevels`` levels are materialized; others still answer from the rows.
     @Test func levelsAreCapped() throws {
         let dir = TemporaryDatabaseDirectory("sofa-groups")

@@ -181,6 +181,27 @@ import Testing
         }
     }
 
+    /// The compacted index file is reopened through the database's system-call seam like the original: a fault
+    /// armed after the compaction reaches the view's next update (regression: the reopen used the C library
+    /// directly, so view writes after a compaction escaped fault injection and crash-point tests).
+    @Test func compactedIndexKeepsTheSystemCallSeam() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-view-compact")
+        let injector = FaultInjectingSystemCalls()
+        let db = try Database(path: dir.database(), options: testOptions(), system: injector)
+        let view = try Self.populate(db)
+        try view.compact()
+        try db.put(["group": 1, "n": 5], id: "late")
+        let before = injector.count(.pwrite)
+        injector.arm(.init(call: .pwrite, nth: 1, persistent: true, errno: ENOSPC))
+        expectSofaError(.diskFull, "update after compaction") { try view.updateIndex() }
+        #expect(injector.count(.pwrite) > before, "the view's writes go through the seam")
+        injector.arm(nil)
+        try view.updateIndex()
+        #expect(try Self.contents(view).contains("[1,5] 5 late"))
+        expectSound(db, "after the fault")
+        try db.close()
+    }
+
     @Test func leftoverTemporaryFilesGoOnTheNextWritableOpen() throws {
         let dir = TemporaryDatabaseDirectory("sofa-view-compact")
         let path = dir.database()

@@ -227,7 +227,8 @@ import Testing
         #expect(full == writes)
     }
 
-    /// R8: `ENOSPC` at each write of a compaction: `.diskFull`, `docs` unchanged, no `docs.compact` left, and
+    /// R8: `ENOSPC` at each write of a compaction: `.diskFull`, `docs` unchanged or completely compacted (when the
+    /// write that failed was a view's), no `docs.compact` left, and
     /// the same handle writes, updates its views and compacts once space is back.
     @Test func diskFullDuringCompactionKeepsTheOriginalAndRecovers() throws {
         let dir = TemporaryDatabaseDirectory("sofa-compactfull")
@@ -256,8 +257,12 @@ import Testing
             faults.arm(.init(call: .pwrite, nth: nth, persistent: true, errno: ENOSPC))
             expectSofaError(.diskFull, context) { try db.compact() }
             #expect(Self.strayFiles(path).isEmpty, "\(context): left \(Self.strayFiles(path))")
-            #expect(try FileManager.default.attributesOfItem(atPath: path + "/docs")[.size] as? Int == size,
-                    "\(context): docs was touched")
+            // Database.compact() rewrites docs, then each view: a failure in a view's compaction finds docs
+            // already swapped for its complete compacted copy (commit 2, FORMAT.md §10.1.6); otherwise docs is
+            // untouched. Either way no document changed (checked next).
+            let sizeAfter = try FileManager.default.attributesOfItem(atPath: path + "/docs")[.size] as? Int
+            #expect(sizeAfter == size || db.documents.storage.latestCommit.commitNumber == 2,
+                    "\(context): docs was touched but not compacted")
             #expect(try DocumentFaultTests.contents(db) == before, "\(context)")
             faults.arm(nil)
             try Self.write(db, 100..<110)
