@@ -5,8 +5,9 @@ import Synchronization
 
 /// How much a commit waits for the disk.
 public enum Durability: Sendable, Equatable {
-    /// Every commit is durable when it returns: data is `fdatasync`ed, then the commit header is written and
-    /// `fdatasync`ed. Survives process crashes and power loss (ACID's D).
+    /// Every commit is durable when it returns: a small commit writes its data and a header that checks that
+    /// data, then `fdatasync`s once; a large one `fdatasync`s its data, then writes and `fdatasync`s the header
+    /// (FORMAT.md §11). Survives process crashes and power loss (ACID's D).
     case full
     /// No `fsync`. A commit survives a crash of the process (the OS still writes it out). A power loss or OS
     /// crash may lose the latest commits, and since the disk may write a header before the nodes it points to,
@@ -53,6 +54,9 @@ public final class StorageFile: @unchecked Sendable {
     public let options: StorageOptions
     /// The owner's file kind recorded at creation.
     public let fileKind: UInt32
+    /// The file's format version (FORMAT.md §12): new files are version 2; a version 1 file gets version 1
+    /// commits (two syncs each).
+    public let formatVersion: UInt32
     /// Decoded nodes shared by every reader and the writer of this file.
     package let nodeCache: NodeCache
     package let system: any SystemCalls
@@ -73,9 +77,21 @@ public final class StorageFile: @unchecked Sendable {
     private var pending: [UInt8] = []
     private let compressor = Compressor()
     private var failure: SofaError?
+    /// CRC32C of every byte written since the last commit, while they are at most ``oneSyncLimit``.
+    private var uncommittedCRC: UInt32 = 0
+    /// The file's length as the writer left it: the newest commit's end, or beyond it the end of a zero tail.
+    private var allocatedEnd: UInt64
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
+
+    /// The most data a one-sync commit may have; larger commits sync their data before the header, so that
+    /// opening never reads more than this to check the newest commit (FORMAT.md §11).
+    package static let oneSyncLimit = 64 << 10
+
+    /// Durable one-sync commits that end past the file's end extend it with zeros to a multiple of this, so
+    /// that the next small commits overwrite written blocks and their `fdatasync` journals no size change.
+    package static let preallocationStep = 256 << 10
 
     /// Opens (or creates) the file at `path`.
     ///
@@ -137,15 +153,20 @@ public final class StorageFile: @unchecked Sendable {
                             path: path)
         }
         let end = found.header.endOffset
-        if !options.readOnly && UInt64(size) > end {
-            // A torn or abandoned tail after the newest commit: unreachable, so safe to cut away.
+        var allocated = UInt64(size)
+        if !options.readOnly && UInt64(size) > end && !found.cleanTail {
+            // A torn or abandoned tail after the newest commit: unreachable, so safe to cut away. A clean zero
+            // tail stays, for the next commits to write into.
             do {
                 try system.ftruncate(fd, length: Int64(end))
                 try system.fdatasync(fd)
             } catch { throw StorageFile.error(error, path: path) }
+            allocated = end
         }
         self.fd = fd
         self.fileKind = found.fileKind
+        self.formatVersion = found.formatVersion
+        allocatedEnd = allocated
         shared = Lock(Shared(mapping: mapping, header: found.header))
         flushedEnd = Atomic(end)
         opened = true
@@ -204,7 +225,7 @@ public final class StorageFile: @unchecked Sendable {
         let first = CommitHeader(commitNumber: 1, previousHeaderOffset: 0, timestamp: CommitHeader.now(),
                                  roots: [], metadata: [])
         let headerOffset = UInt64(bytes.count)
-        first.encodePayload().withUnsafeBytes {
+        first.encodePayload(version: FileFormat.version).withUnsafeBytes {
             _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
@@ -349,26 +370,35 @@ public final class StorageFile: @unchecked Sendable {
             discardUncommitted()
             throw StorageFile.error(error, path: path)
         }
+        if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
+            uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
+        }
         flushedEnd.store(at + UInt64(pending.count), ordering: .releasing)
+        allocatedEnd = max(allocatedEnd, at + UInt64(pending.count))
         pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
     }
 
     /// Forgets every chunk appended since the last commit. Roots built from them must be dropped too.
     public func discardUncommitted() {
         pending.removeAll(keepingCapacity: false)
+        uncommittedCRC = 0
         let committed = latestCommit.endOffset
         nodeCache.removeAll(atOrAbove: committed)
         if flushedEnd.load(ordering: .relaxed) > committed {
             flushedEnd.store(committed, ordering: .releasing)
             try? system.ftruncate(fd, length: Int64(committed))
+            allocatedEnd = committed
         }
     }
 
     /// Makes everything appended so far, plus a header with `roots` and `metadata`, one atomic commit.
     ///
-    /// With ``Durability/full``: write the data, `fdatasync`, write header + trailer, `fdatasync`. Readers see
-    /// the new commit only after it is complete. After a failed sync or header write the handle refuses writes
-    /// (`.writesRefused`) until reopened, since what reached the disk is then unknown.
+    /// With ``Durability/full``, a commit of at most ``oneSyncLimit`` bytes of data (in a version 2 file) writes
+    /// its data, then a header recording the data's CRC32C, then `fdatasync`s once; opening accepts that header
+    /// only if the data still matches. A larger commit writes its data, `fdatasync`s, writes the header,
+    /// `fdatasync`s (FORMAT.md §11). Readers see the new commit only after it is complete. After a failed sync
+    /// or header write the handle refuses writes (`.writesRefused`) until reopened, since what reached the disk
+    /// is then unknown.
     ///
     /// - Returns: the new commit's header.
     @discardableResult
@@ -378,20 +408,23 @@ public final class StorageFile: @unchecked Sendable {
         let previous = latestCommit
         try flushPending()
         let durable = options.durability == .full
+        let headerOffset = flushedEnd.load(ordering: .relaxed)
+        let oneSync = formatVersion >= 2 && headerOffset - previous.endOffset <= UInt64(StorageFile.oneSyncLimit)
         do {
-            if durable { try system.fdatasync(fd) }
+            if durable && !oneSync { try system.fdatasync(fd) }
         } catch {
             failure = StorageFile.error(error, path: path)
             throw failure!
         }
         var header = CommitHeader(commitNumber: previous.commitNumber + 1, previousHeaderOffset: previous.offset,
-                                  timestamp: CommitHeader.now(), roots: roots, metadata: metadata)
-        let headerOffset = flushedEnd.load(ordering: .relaxed)
+                                  timestamp: CommitHeader.now(), roots: roots, metadata: metadata,
+                                  dataCheck: oneSync ? DataCheck(start: previous.endOffset, crc: uncommittedCRC) : nil)
         var bytes: [UInt8] = []
-        header.encodePayload().withUnsafeBytes {
+        header.encodePayload(version: formatVersion).withUnsafeBytes {
             _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
+        let end = headerOffset + UInt64(bytes.count)
         do {
             try bytes.withUnsafeBytes { b in
                 try system.pwriteAll(fd, b, at: Int64(headerOffset))
@@ -407,18 +440,38 @@ public final class StorageFile: @unchecked Sendable {
             failure = reported
             throw reported
         }
+        allocatedEnd = max(allocatedEnd, end)
+        if durable && oneSync { preallocate(after: end) }
         do {
             if durable { try system.fdatasync(fd) }
         } catch {
             failure = StorageFile.error(error, path: path)
             throw failure!
         }
+        uncommittedCRC = 0
         header.offset = headerOffset
-        header.endOffset = headerOffset + UInt64(bytes.count)
+        header.endOffset = end
         // Publish before anything else can fail: the commit is durable, and readers remap on demand.
         flushedEnd.store(header.endOffset, ordering: .releasing)
         shared.withLock { $0.header = header }
         return header
+    }
+
+    /// When the commit ending at `end` reached the end of the file, writes zeros from there to the next multiple
+    /// of ``preallocationStep``, synced by the commit's own `fdatasync`. Best effort: if the zeros do not fit
+    /// (a full disk), the partial tail is cut off again and the commit goes on without it.
+    private func preallocate(after end: UInt64) {
+        guard end >= allocatedEnd else { return }
+        let step = UInt64(StorageFile.preallocationStep)
+        let target = (end + step - 1) / step * step
+        guard target > end else { return }
+        let zeros = [UInt8](repeating: 0, count: Int(target - end))
+        do {
+            try zeros.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(end)) }
+            allocatedEnd = target
+        } catch {
+            try? system.ftruncate(fd, length: Int64(end))
+        }
     }
 
     /// Closes the file. Chunks already read stay valid (they hold the mapping); further calls fail.
