@@ -23,8 +23,8 @@ final class FormatDocumentTests: XCTestCase {
         XCTAssertTrue(text.contains("`storedLength` ≤ 2^30") && FileFormat.maximumChunkSize == 1 << 30)
         XCTAssertTrue(text.contains("format version, `\(FileFormat.version)`"))
         XCTAssertTrue(text.contains("is at most \(StorageFile.oneSyncLimit >> 10) KiB, in a version 2 file, is a **one-sync commit**"))
-        XCTAssertTrue(text.contains("up to the next multiple of\n   \(StorageFile.preallocationStep >> 10) KiB (the **preallocation step**)"))
-        XCTAssertTrue(text.contains("(in blocks of \(Recovery.zeroTailBlock >> 10) KiB, at most \(StorageFile.preallocationStep >> 10) KiB"))
+        XCTAssertTrue(text.contains("at least \(StorageFile.minimumZeroTail >> 10) KiB and at most \(StorageFile.preallocationStep >> 10) KiB (the **preallocation step**)"))
+        XCTAssertTrue(text.contains("(in blocks of \(Recovery.zeroTailBlock >> 10) KiB, at most \((StorageFile.preallocationStep + Recovery.zeroTailBlock) >> 10) KiB"))
         for kind in ChunkKind.allCases {
             XCTAssertTrue(text.contains("\(kind.rawValue) \(FormatDocumentTests.documentedName(kind))"), "\(kind)")
         }

@@ -24,7 +24,7 @@ import Testing
         // The file ends at the commit, or with a zero tail up to a preallocation step (FORMAT.md §2, §11).
         let bytes = readFile(path)
         let end = Int(again.latestCommit.endOffset)
-        #expect(bytes.count == end || (bytes.count % StorageFile.preallocationStep == 0 && bytes[end...].allSatisfy { $0 == 0 }))
+        #expect(bytes.count == end || (bytes.count % 4096 == 0 && bytes[end...].allSatisfy { $0 == 0 }))
     }
 
     @Test func compressedChunksRoundTripAndShrink() throws {

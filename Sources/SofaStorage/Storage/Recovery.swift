@@ -78,7 +78,7 @@ struct Recovery {
         while t > Recovery.fileHeaderLength {
             t -= 1
             if let header = candidate(in: bytes, base: 0, trailerAt: t, version: version),
-               dataIsIntact(header, in: bytes, base: 0) {
+               isComplete(header, in: bytes, base: 0) {
                 return Found(header: header, fileKind: kind, formatVersion: version, foundAtEnd: false,
                              cleanTail: header.endOffset == fileSize)
             }
@@ -114,15 +114,62 @@ struct Recovery {
         guard let check = header.dataCheck else { return header }
         guard h - check.start <= UInt64(FileFormat.maximumChunkSize) else { return nil }
         let data = try read(check.start, Int(h - check.start))
-        return data.withUnsafeBytes { CRC32C.checksum($0) } == check.crc ? header : nil
+        return data.withUnsafeBytes { isComplete(data: $0, start: check.start, crc: check.crc) } ? header : nil
     }
 
-    /// True unless `header` has a data check that the bytes in `all` (the file from `base` on) fail.
-    private func dataIsIntact(_ header: CommitHeader, in all: UnsafeRawBufferPointer, base: UInt64) -> Bool {
+    /// True unless `header` is a one-sync commit whose data, in `all` (the file from `base` on), looks torn.
+    private func isComplete(_ header: CommitHeader, in all: UnsafeRawBufferPointer, base: UInt64) -> Bool {
         guard let check = header.dataCheck else { return true }
         guard check.start >= base, header.offset <= base + UInt64(all.count) else { return false }
         let data = UnsafeRawBufferPointer(rebasing: all[Int(check.start - base)..<Int(header.offset - base)])
-        return CRC32C.checksum(data) == check.crc
+        return isComplete(data: data, start: check.start, crc: check.crc)
+    }
+
+    /// The sector size the torn-write test assumes: the smallest unit a disk writes whole (FORMAT.md §6).
+    static let sectorSize = 512
+
+    /// Whether a one-sync commit's `data` (file offset `start`) is complete (FORMAT.md §6): its CRC matches,
+    /// or it does not but no chunk that fails its own CRC holds an all-zero piece of a sector.
+    ///
+    /// A one-sync commit writes only where the file held zeros (its zero tail) or nothing (past its end), so a
+    /// write lost to a power cut leaves every sector piece it did not reach reading as zeros, inside a chunk that
+    /// then fails its CRC: such a commit never returned, and the previous one is the newest. Damage after the
+    /// commit was written whole (a flipped bit) leaves no such piece: the commit stays the newest, and reading
+    /// the damaged chunk reports a corruption error naming it, as anywhere else in the file.
+    private func isComplete(data: UnsafeRawBufferPointer, start: UInt64, crc: UInt32) -> Bool {
+        if CRC32C.checksum(data) == crc { return true }
+        var at = 0
+        while at < data.count {
+            let rest = UnsafeRawBufferPointer(rebasing: data[at...])
+            if let prefix = try? Chunk.check(rest, offset: start + UInt64(at), path: path, expecting: nil) {
+                at += prefix.totalLength
+                continue
+            }
+            // A failing chunk spans its declared length when that fits, else the rest of the data.
+            var extent = rest.count
+            if rest.count >= FileFormat.chunkPrefixSize {
+                let stored = Int(UInt32(littleEndian: rest.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+                if stored <= rest.count - FileFormat.chunkPrefixSize { extent = FileFormat.chunkPrefixSize + stored }
+            }
+            if hasZeroSectorPiece(UnsafeRawBufferPointer(rebasing: rest[0..<extent]), start: start + UInt64(at)) {
+                return false
+            }
+            at += extent
+        }
+        return true
+    }
+
+    /// True when some intersection of `bytes` (file offset `start`) with a sector is all zeros.
+    private func hasZeroSectorPiece(_ bytes: UnsafeRawBufferPointer, start: UInt64) -> Bool {
+        let sector = UInt64(Recovery.sectorSize)
+        var at = 0
+        while at < bytes.count {
+            let offset = start + UInt64(at)
+            let end = min(bytes.count, at + Int((offset / sector + 1) * sector - offset))
+            if bytes[at..<end].allSatisfy({ $0 == 0 }) { return true }
+            at = end
+        }
+        return false
     }
 
     /// The file kind and format version in a valid file header.

@@ -89,9 +89,13 @@ public final class StorageFile: @unchecked Sendable {
     /// opening never reads more than this to check the newest commit (FORMAT.md §11).
     package static let oneSyncLimit = 64 << 10
 
-    /// Durable one-sync commits that end past the file's end extend it with zeros to a multiple of this, so
-    /// that the next small commits overwrite written blocks and their `fdatasync` journals no size change.
+    /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
+    /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
+    /// written blocks and their `fdatasync` journals no size change.
     package static let preallocationStep = 256 << 10
+
+    /// The shortest zero tail a durable one-sync commit writes when it grows the file.
+    package static let minimumZeroTail = 16 << 10
 
     /// Opens (or creates) the file at `path`.
     ///
@@ -457,14 +461,14 @@ public final class StorageFile: @unchecked Sendable {
         return header
     }
 
-    /// When the commit ending at `end` reached the end of the file, writes zeros from there to the next multiple
-    /// of ``preallocationStep``, synced by the commit's own `fdatasync`. Best effort: if the zeros do not fit
-    /// (a full disk), the partial tail is cut off again and the commit goes on without it.
+    /// When the commit ending at `end` reached the end of the file, writes zeros after it (FORMAT.md §11): an
+    /// eighth of the file, at least ``minimumZeroTail`` and at most ``preallocationStep``, up to a 4 KiB
+    /// boundary; the commit's own `fdatasync` syncs them. Best effort: if the zeros do not fit (a full disk),
+    /// the partial tail is cut off again and the commit goes on without it.
     private func preallocate(after end: UInt64) {
         guard end >= allocatedEnd else { return }
-        let step = UInt64(StorageFile.preallocationStep)
-        let target = (end + step - 1) / step * step
-        guard target > end else { return }
+        let extra = min(UInt64(StorageFile.preallocationStep), max(UInt64(StorageFile.minimumZeroTail), end / 8))
+        let target = (end + extra + 4095) / 4096 * 4096
         let zeros = [UInt8](repeating: 0, count: Int(target - end))
         do {
             try zeros.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(end)) }
