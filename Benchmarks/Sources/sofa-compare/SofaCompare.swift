@@ -43,15 +43,21 @@ struct SofaCompare: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache.")
     var cold = true
 
+    @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine.")
+    var commits = 2_000
+
     @Option(help: .hidden)
     var engineChild: String?
 
     mutating func validate() throws {
         guard n > 0 else { throw ValidationError("--n must be positive") }
         guard `repeat` > 0 else { throw ValidationError("--repeat must be positive") }
-        let known = Set(["W1", "W2", "W3", "W4", "W5", "W6", "W7"])
+        let known = Set(["W1", "W2", "W3", "W4", "W5", "W6", "W7", "C1"])
         for workload in selectedWorkloads where !known.contains(workload) {
-            throw ValidationError("unknown workload \(workload); known: W1 … W7")
+            throw ValidationError("unknown workload \(workload); known: W1 … W7, C1 (alone)")
+        }
+        if selectedWorkloads.contains("C1") && selectedWorkloads.count > 1 {
+            throw ValidationError("C1 runs alone: --workloads C1")
         }
         for name in selectedEngines where EngineRegistry.engine(named: name) == nil {
             let available = EngineRegistry.all.map { $0.name }.joined(separator: ", ")
@@ -62,6 +68,11 @@ struct SofaCompare: ParsableCommand {
     func run() throws {
         if let name = engineChild {
             try runChild(engineNamed: name)
+        } else if selectedWorkloads == ["C1"] {
+            let scratch = try ScratchDirectory(path: db)
+            defer { scratch.removeContents(engines: selectedEngines.map { "c1-" + $0 }) }
+            print(try CommitLatency.run(data: try DataSet.load(from: dataDirectory), engines: selectedEngines,
+                                        scratch: scratch.path, commits: commits, rounds: 5))
         } else {
             try runParent()
         }
