@@ -29,6 +29,9 @@ public struct StorageOptions: Sendable {
     public var fileKind: UInt32
     /// Bytes of decoded nodes the file's cache may hold.
     public var nodeCacheBytes: Int
+    /// The format version of a file this creates (FORMAT.md §12): 2, or 1 for files that builds reading only
+    /// version 1 must open (two syncs per durable commit). An existing file keeps its own version.
+    public var formatVersion: UInt32 = FileFormat.version
 
     /// Options with defaults: writable, ``Durability/full``, create when missing, any kind, 64 MiB cache.
     public init(readOnly: Bool = false, durability: Durability = .full, create: Bool = true,
@@ -119,7 +122,7 @@ public final class StorageFile: @unchecked Sendable {
             guard !options.readOnly && options.create else {
                 throw SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
             }
-            try StorageFile.create(path: path, kind: options.fileKind, system: system)
+            try StorageFile.create(path: path, kind: options.fileKind, version: options.formatVersion, system: system)
             do { fd = try system.open(path, flags: flags, mode: 0o644) } catch { throw StorageFile.error(error, path: path) }
         }
         var opened = false
@@ -143,7 +146,8 @@ public final class StorageFile: @unchecked Sendable {
         var size: Int64
         do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
         if size == 0 && !options.readOnly {
-            try StorageFile.initialize(fd: fd, path: path, kind: options.fileKind, system: system)
+            try StorageFile.initialize(fd: fd, path: path, kind: options.fileKind, version: options.formatVersion,
+                                       system: system)
             do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
         }
         let mapping: Mapping
@@ -190,7 +194,7 @@ public final class StorageFile: @unchecked Sendable {
     /// Creates the file atomically: header and first commit are written and synced under a temporary name,
     /// which is then renamed into place and the directory synced. A crash at any point leaves either no file
     /// or a complete one (and at worst a stray `.creating` file, never a half-written database file).
-    private static func create(path: String, kind: UInt32, system: any SystemCalls) throws {
+    private static func create(path: String, kind: UInt32, version: UInt32, system: any SystemCalls) throws {
         let temporary = path + creatingSuffix
         let fd: Int32
         do {
@@ -199,7 +203,7 @@ public final class StorageFile: @unchecked Sendable {
             throw StorageFile.error(error, path: temporary)
         }
         do {
-            try initialize(fd: fd, path: temporary, kind: kind, system: system)
+            try initialize(fd: fd, path: temporary, kind: kind, version: version, system: system)
             try system.close(fd)
         } catch {
             try? system.close(fd)
@@ -217,11 +221,15 @@ public final class StorageFile: @unchecked Sendable {
 
     /// Writes the file header and an empty first commit into a new, empty file, then makes both and the
     /// directory entry durable.
-    private static func initialize(fd: Int32, path: String, kind: UInt32, system: any SystemCalls) throws {
+    private static func initialize(fd: Int32, path: String, kind: UInt32, version: UInt32,
+                                   system: any SystemCalls) throws {
+        guard FileFormat.readableVersions.contains(version) else {
+            throw SofaError(.invalidArgument, "cannot create format version \(version); versions: 1, 2", path: path)
+        }
         var bytes: [UInt8] = []
         var payload: [UInt8] = []
         payload.appendLittleEndian(FileFormat.fileMagic)
-        payload.appendLittleEndian(FileFormat.version)
+        payload.appendLittleEndian(version)
         payload.appendLittleEndian(kind)
         payload.appendLittleEndian(UInt32(0))
         payload.appendLittleEndian(CommitHeader.now())
@@ -229,7 +237,7 @@ public final class StorageFile: @unchecked Sendable {
         let first = CommitHeader(commitNumber: 1, previousHeaderOffset: 0, timestamp: CommitHeader.now(),
                                  roots: [], metadata: [])
         let headerOffset = UInt64(bytes.count)
-        first.encodePayload(version: FileFormat.version).withUnsafeBytes {
+        first.encodePayload(version: version).withUnsafeBytes {
             _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
