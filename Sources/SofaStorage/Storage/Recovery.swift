@@ -71,7 +71,7 @@ struct Recovery {
                     }
                 }
             }
-        } else if let header = try candidateByReading(trailerAt: last, version: version) {
+        } else if let header = try candidateByReading(trailerAt: last, version: version, trailer: trailer) {
             return Found(header: header, fileKind: kind, formatVersion: version, foundAtEnd: true, cleanTail: true)
         }
         var t = last
@@ -103,8 +103,9 @@ struct Recovery {
 
     /// The valid commit whose trailer starts at `t`, checked from bytes read with `pread`: the trailer, its
     /// header chunk and, for a one-sync commit, the data its check covers.
-    private func candidateByReading(trailerAt t: UInt64, version: UInt32) throws -> CommitHeader? {
-        let trailer = try read(t, FileFormat.trailerSize)
+    private func candidateByReading(trailerAt t: UInt64, version: UInt32, trailer known: [UInt8]? = nil) throws
+        -> CommitHeader? {
+        let trailer = try known ?? read(t, FileFormat.trailerSize)
         guard let h = trailer.withUnsafeBytes({ CommitTrailer.decode($0) }), h >= Recovery.fileHeaderLength,
               h < t, t - h <= UInt64(FileFormat.maximumChunkSize)
         else { return nil }
