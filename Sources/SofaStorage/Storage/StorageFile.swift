@@ -400,6 +400,9 @@ public final class StorageFile: @unchecked Sendable {
         if flushedEnd.load(ordering: .relaxed) > committed {
             flushedEnd.store(committed, ordering: .releasing)
             try? system.ftruncate(fd, length: Int64(committed))
+            // Durably: a later one-sync commit must write where the disk holds nothing, so that a write of it
+            // lost to a power cut reads as zeros (FORMAT.md §6).
+            if options.durability == .full { try? system.fdatasync(fd) }
             allocatedEnd = committed
         }
     }
