@@ -7,9 +7,9 @@ import SofaStorage
 public struct CompactionResult: Sendable, Equatable {
     /// The file that was rewritten (`NAME.sofa/docs`).
     public let path: String
-    /// Bytes of the file before.
+    /// Bytes of the file before, up to the end of its newest commit (a zero tail after it is not counted).
     public let sizeBefore: UInt64
-    /// Bytes of the file after.
+    /// Bytes of the file after, up to the end of its newest commit (a zero tail after it is not counted).
     public let sizeAfter: UInt64
     /// By-ID entries copied (live documents and tombstones).
     public let documents: UInt64

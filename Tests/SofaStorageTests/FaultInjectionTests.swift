@@ -67,7 +67,8 @@ import Testing
             try StorageFile(path: path).close()
             let calls = FaultInjectingSystemCalls()
             calls.arm(.init(call: call, nth: nth, persistent: false, errno: EIO))
-            let acked = Self.runWorkload(path, calls: calls, commits: 5)
+            // Six commits: at least six syncs even when every commit is a one-sync commit.
+            let acked = Self.runWorkload(path, calls: calls, commits: 6)
             #expect(calls.failuresInjected == 1, "\(call) #\(nth): the fault never fired")
             #expect(Self.openFileDescriptors(under: dir.path) == 0, "\(call) #\(nth): descriptor leak")
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))

@@ -21,6 +21,10 @@ final class FormatDocumentTests: XCTestCase {
         XCTAssertTrue(text.contains("Every chunk is a \(FileFormat.chunkPrefixSize)-byte prefix"))
         XCTAssertTrue(text.contains("come \(FileFormat.trailerSize) bytes"))
         XCTAssertTrue(text.contains("`storedLength` ≤ 2^30") && FileFormat.maximumChunkSize == 1 << 30)
+        XCTAssertTrue(text.contains("format version, `\(FileFormat.version)`"))
+        XCTAssertTrue(text.contains("is at most \(StorageFile.oneSyncLimit >> 10) KiB, in a version 2 file, is a **one-sync commit**"))
+        XCTAssertTrue(text.contains("at least \(StorageFile.minimumZeroTail >> 10) KiB and at most \(StorageFile.preallocationStep >> 10) KiB (the **preallocation step**)"))
+        XCTAssertTrue(text.contains("(in blocks of \(Recovery.zeroTailBlock >> 10) KiB, at most \((StorageFile.preallocationStep + Recovery.zeroTailBlock) >> 10) KiB"))
         for kind in ChunkKind.allCases {
             XCTAssertTrue(text.contains("\(kind.rawValue) \(FormatDocumentTests.documentedName(kind))"), "\(kind)")
         }
@@ -51,13 +55,17 @@ final class FormatDocumentTests: XCTestCase {
         XCTAssertEqual(bytes[12], 1)
         XCTAssertEqual(bytes[13], 0)
         XCTAssertEqual(Array(bytes[16..<20]), Array("SOFA".utf8))
-        XCTAssertEqual(u32(20), 1)
+        XCTAssertEqual(u32(20), FileFormat.version)
         XCTAssertEqual(u32(24), 7)
         XCTAssertEqual(u32(0), bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4..<40])) })
         // Commit 1: header chunk at 40, then the trailer naming it, ending the file.
         XCTAssertEqual(bytes[40 + 12], 2)
         XCTAssertEqual(u64(40 + 16), 1, "commit number")
         XCTAssertEqual(u64(40 + 24), 0, "previous header offset")
+        // Payload: three u64s, root count 0, metadata length 0, data check 0 (version 2): 27 bytes.
+        XCTAssertEqual(u32(40 + 4), 27)
+        XCTAssertEqual(Array(bytes[(40 + 16 + 24)..<(40 + 16 + 27)]), [0, 0, 0], "roots, metadata, data check")
+        XCTAssertEqual(bytes.count, 40 + 16 + 27 + 16, "a new file ends at its first commit's trailer")
         let trailer = bytes.count - 16
         XCTAssertEqual(u64(trailer), 40)
         XCTAssertEqual(Array(bytes[(trailer + 8)..<(trailer + 12)]), Array("SFCT".utf8))

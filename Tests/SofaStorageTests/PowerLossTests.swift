@@ -58,4 +58,59 @@ import Testing
             }
         }
     }
+
+    /// A one-sync commit (FORMAT.md §11) cut by a power failure during its only `fdatasync`: its header and
+    /// trailer reached the disk but its data did not, or only in part. Opening must fall back to the previous,
+    /// acknowledged commit exactly as it was (0 acknowledged commits lost); a writable open cuts the torn
+    /// commit off and commits go on.
+    @Test(arguments: [512, 4096])
+    func oneSyncCommitWithLostOrTornDataFallsBack(sector: Int) throws {
+        let seed: UInt64 = 43
+        let dir = TemporaryDirectory()
+        let path = dir.file("tree")
+        let simulator = PowerLossSimulator()
+        let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        for k in 1...5 {
+            tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
+            try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
+        }
+        simulator.syncsReachDisk = false  // the power fails during commit 6's fdatasync
+        // A 16 KiB value (a document body) with the tree's changes, so that the data spans several sectors.
+        var rng = SeededGenerator(seed: seed)
+        let body = (0..<(16 << 10)).map { _ in UInt8.random(in: 1...255, using: &rng) }
+        _ = try body.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }
+        tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: 6))
+        let inFlight = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 6))
+        try file.close()
+        let check = try #require(inFlight.dataCheck, "a small commit is a one-sync commit")
+        let dataStart = Int(check.start)
+        let headerOffset = Int(inFlight.offset)
+        let end = Int(inFlight.endOffset)
+        #expect(headerOffset - dataStart > 2 * sector, "the commit's data spans several sectors")
+        let complete = simulator.crashImage(of: path, sector: sector) { _ in true }
+        // Every data sector lost but the one the header starts in; then each sector of the commit lost alone.
+        var images = [("data lost, header kept", simulator.crashImage(of: path, sector: sector) { $0 + sector > headerOffset })]
+        #expect(Array(images[0].1[headerOffset..<end]) == Array(complete[headerOffset..<end]), "header and trailer kept")
+        for lost in stride(from: dataStart / sector * sector, to: end, by: sector) {
+            images.append(("sector \(lost) lost", simulator.crashImage(of: path, sector: sector) { $0 != lost }))
+        }
+        for (n, (what, image)) in images.enumerated() {
+            let context = "sector size \(sector), \(what)"
+            let intact = image.count >= end && image[dataStart..<end] == complete[dataStart..<end]
+            let imagePath = dir.file("image-\(n)")
+            writeFile(imagePath, image)
+            try RecoveryTests.expectCommit(imagePath, seed: seed, expected: intact ? 6 : 5, context)
+            let reopened = try StorageFile(path: imagePath)
+            if !intact {
+                #expect(reopened.latestCommit.endOffset == check.start, "\(context): not the acknowledged commit")
+                let t = try BTree(file: reopened, commit: reopened.latestCommit, index: 0,
+                                  configuration: CrashWorkload.configuration)
+                    .modified(by: CrashWorkload.batch(seed: seed, commit: 6))
+                try reopened.commit(roots: [t.root], metadata: CrashWorkload.metadata(commit: 6))
+            }
+            try reopened.close()
+            try RecoveryTests.expectCommit(imagePath, seed: seed, expected: 6, "\(context), committed again")
+        }
+    }
 }

@@ -88,8 +88,15 @@ import Testing
         return out
     }
 
+    /// R5. The newest commit here writes no data (it only restates the roots), so every reachable node lies
+    /// outside its data check and a flip must surface as a corruption error naming the node.
     @Test func singleBitFlipsInReachableNodesAreAlwaysDetected() throws {
         let built = try Self.build(seed: 13, commits: 8)
+        do {
+            let file = try StorageFile(path: built.path, options: StorageOptions(durability: .none))
+            try file.commit(roots: file.latestCommit.roots, metadata: file.latestCommit.metadata)
+            try file.close()
+        }
         let bytes = readFile(built.path)
         let file = try StorageFile(path: built.path, options: StorageOptions(readOnly: true))
         let tree = BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
@@ -122,5 +129,156 @@ import Testing
         }
         print("RecoveryTests: \(detected) of \(flips) single-bit flips in reachable nodes detected")
         #expect(detected == flips)
+    }
+
+    /// A flip in a node the newest commit wrote, when that is a one-sync commit, fails the commit's data check
+    /// but leaves no all-zero sector piece, which only a write lost to a power cut leaves (FORMAT.md §6): the
+    /// commit stays the newest and reading the node reports a corruption error naming it, as anywhere else.
+    @Test func bitFlipsInTheNewestOneSyncCommitAreCorruptionErrors() throws {
+        let built = try Self.build(seed: 13, commits: 8)
+        let bytes = readFile(built.path)
+        let file = try StorageFile(path: built.path, options: StorageOptions(readOnly: true))
+        let newest = file.latestCommit
+        let check = try #require(newest.dataCheck, "the workload's commits are small enough to be checked")
+        let tree = BTree(file: file, commit: newest, index: 0, configuration: CrashWorkload.configuration)
+        let nodes = try Self.reachableNodes(tree).filter { $0.offset >= check.start && $0.offset < newest.offset }
+        try file.close()
+        #expect(!nodes.isEmpty)
+        let scratch = TemporaryDirectory()
+        var rng = SeededGenerator(seed: 98)
+        var detected = 0
+        var rolledBack = 0
+        let flips = 100
+        for n in 0..<flips {
+            let target = nodes.randomElement(using: &rng)!
+            let byte = Int(target.offset) + Int.random(in: 0..<target.length, using: &rng)
+            var damaged = bytes
+            damaged[byte] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
+            let path = scratch.file("flip-\(n)")
+            writeFile(path, damaged)
+            let f = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+            if f.latestCommit.commitNumber != newest.commitNumber {
+                // The node held a piece of a sector that is all zeros: read as a torn commit, never wrong rows.
+                try Self.expectCommit(path, seed: built.seed, expected: 7, "flip at \(byte) rolled back")
+                rolledBack += 1
+                continue
+            }
+            let t = BTree(file: f, commit: f.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            do {
+                _ = try t.rows()
+                Issue.record("flip at \(byte) not detected")
+            } catch let error as SofaError {
+                #expect(error.code == .corruption && error.offset == Int(target.offset), "flip at \(byte): \(error)")
+                detected += 1
+            }
+        }
+        #expect(detected + rolledBack == flips)
+        #expect(detected >= flips * 9 / 10, "\(rolledBack) of \(flips) flips were taken for a torn commit")
+    }
+
+    /// A file written by `commits` durable workload commits, as small durable commits leave it: ending in a
+    /// zero tail (FORMAT.md §2, §11). Returns its path and the newest commit's end offset.
+    static func buildWithZeroTail(_ dir: TemporaryDirectory, seed: UInt64, commits: Int) throws -> (path: String, end: Int) {
+        let path = dir.file("tree")
+        let file = try StorageFile(path: path)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        for k in 1...commits {
+            tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
+            try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
+        }
+        let end = Int(file.latestCommit.endOffset)
+        try file.close()
+        return (path, end)
+    }
+
+    /// Opening finds the newest commit through the zero tail with a few `pread`s (no search), a writable open
+    /// keeps the tail, and the next commit starts at the newest commit's end, inside it.
+    @Test func zeroTailOpensAtTheNewestCommit() throws {
+        let dir = TemporaryDirectory()
+        let (path, end) = try Self.buildWithZeroTail(dir, seed: 17, commits: 6)
+        let bytes = readFile(path)
+        #expect(bytes.count >= end + StorageFile.minimumZeroTail && bytes.count % 4096 == 0)
+        #expect(bytes[end...].allSatisfy { $0 == 0 })
+        let calls = FaultInjectingSystemCalls()
+        let readOnly = try StorageFile(path: path, options: StorageOptions(readOnly: true), system: calls)
+        #expect(readOnly.latestCommit.endOffset == UInt64(end))
+        let blocks = (StorageFile.preallocationStep + Recovery.zeroTailBlock - 1) / Recovery.zeroTailBlock
+        #expect(calls.count(.pread) <= 5 + blocks, "the zero tail was searched byte by byte")
+        try readOnly.close()
+        try Self.expectCommit(path, seed: 17, expected: 6, "zero tail")
+
+        let file = try StorageFile(path: path)
+        #expect(readFile(path).count == bytes.count, "a writable open cut a clean zero tail")
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            .modified(by: CrashWorkload.batch(seed: 17, commit: 7))
+        let next = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 7))
+        #expect(next.dataCheck?.start == UInt64(end))
+        try file.close()
+        if next.endOffset <= UInt64(bytes.count) { #expect(readFile(path).count == bytes.count) }
+        try Self.expectCommit(path, seed: 17, expected: 7, "commit into the zero tail")
+    }
+
+    /// Bytes in the zero tail (a crash while a commit was being written into it; a stale copy of the newest
+    /// header and trailer) are ignored: opening finds the newest commit before them, a writable open cuts them
+    /// off, and commits go on.
+    @Test func garbageInTheZeroTailIsIgnoredAndCut() throws {
+        let dir = TemporaryDirectory()
+        let (path, end) = try Self.buildWithZeroTail(dir, seed: 19, commits: 5)
+        let bytes = readFile(path)
+        let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+        let newestHeader = Int(file.latestCommit.offset)
+        try file.close()
+        var damages: [(String, [UInt8])] = []
+        for (what, at) in [("right after the commit", end), ("mid-tail", (end + bytes.count) / 2),
+                           ("at the end", bytes.count - 7)] {
+            var damaged = bytes
+            damaged.replaceSubrange(at..<(at + 7), with: [UInt8](repeating: 0x55, count: 7))
+            damages.append((what, damaged))
+        }
+        var copied = bytes
+        let stale = Array(bytes[newestHeader..<end])
+        let at = (end + bytes.count) / 2
+        copied.replaceSubrange(at..<(at + stale.count), with: stale)
+        damages.append(("a copy of the newest header and trailer", copied))
+        for (n, (what, damaged)) in damages.enumerated() {
+            let damagedPath = dir.file("damaged-\(n)")
+            writeFile(damagedPath, damaged)
+            try Self.expectCommit(damagedPath, seed: 19, expected: 5, what)
+            let writer = try StorageFile(path: damagedPath)
+            #expect(readFile(damagedPath).count == end, "\(what): the garbage was not cut off")
+            let tree = try BTree(file: writer, commit: writer.latestCommit, index: 0,
+                                 configuration: CrashWorkload.configuration)
+                .modified(by: CrashWorkload.batch(seed: 19, commit: 6))
+            try writer.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 6))
+            try writer.close()
+            try Self.expectCommit(damagedPath, seed: 19, expected: 6, "\(what), committed again")
+        }
+    }
+
+    /// A version 1 file (FORMAT.md §12) opens, and keeps getting version 1 commits: no data check, two syncs,
+    /// no zero tail, so that builds that read only version 1 still open it.
+    @Test func versionOneFileStaysVersionOne() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("v1")
+        var options = StorageOptions()
+        options.formatVersion = 1
+        try StorageFile(path: path, options: options).close()
+        #expect(readFile(path)[20] == 1)
+
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
+        #expect(file.formatVersion == 1)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        for k in 1...3 {
+            tree = try tree.modified(by: CrashWorkload.batch(seed: 23, commit: k))
+            let header = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
+            #expect(header.dataCheck == nil)
+        }
+        #expect(calls.count(.fdatasync) == 6, "two syncs per version 1 commit")
+        let end = file.latestCommit.endOffset
+        try file.close()
+        #expect(UInt64(readFile(path).count) == end, "no zero tail in a version 1 file")
+        #expect(readFile(path)[20] == 1, "the file header still says version 1")
+        try Self.expectCommit(path, seed: 23, expected: 3, "version 1")
     }
 }

@@ -49,6 +49,9 @@ struct SofaCompare: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache.")
     var cold = true
 
+    @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine.")
+    var commits = 2_000
+
     @Option(help: .hidden)
     var engineChild: String?
 
@@ -56,9 +59,13 @@ struct SofaCompare: ParsableCommand {
         guard n > 0 else { throw ValidationError("--n must be positive") }
         guard `repeat` > 0 else { throw ValidationError("--repeat must be positive") }
         guard suite == "w" || suite == "docs" else { throw ValidationError("unknown suite \(suite); known: w, docs") }
-        let known = suiteWorkloads
+        // C1 (single-row durable commits) belongs to the engine suite and runs alone.
+        let known = suiteWorkloads + (suite == "w" ? ["C1"] : [])
         for workload in selectedWorkloads where !known.contains(workload) {
             throw ValidationError("unknown workload \(workload) in suite \(suite); known: \(known.joined(separator: ", "))")
+        }
+        if selectedWorkloads.contains("C1") && selectedWorkloads.count > 1 {
+            throw ValidationError("C1 runs alone: --workloads C1")
         }
         for name in selectedEngines where !suiteEngines.contains(name) {
             throw ValidationError("unknown engine \(name); available: \(suiteEngines.joined(separator: ", "))")
@@ -68,6 +75,11 @@ struct SofaCompare: ParsableCommand {
     func run() throws {
         if let name = engineChild {
             try runChild(engineNamed: name)
+        } else if selectedWorkloads == ["C1"] {
+            let scratch = try ScratchDirectory(path: db)
+            defer { scratch.removeContents(engines: selectedEngines.map { "c1-" + $0 }) }
+            print(try CommitLatency.run(data: try DataSet.load(from: dataDirectory), engines: selectedEngines,
+                                        scratch: scratch.path, commits: commits, rounds: 5))
         } else {
             try runParent()
         }

@@ -11,7 +11,7 @@ final class SofaEngine: Engine {
     static let name = "sofa"
     static var configuration: String {
         "SofaStorage B+tree, \(nodeSize) B nodes, LZ4 \(compress ? "on" : "off"), \(cacheBytes >> 20) MiB node cache, " +
-            "durability full"
+            "durability full" + (formatVersion.map { ", format version \($0)" } ?? "")
     }
 
     /// Node size and compression can be varied for the tuning runs in BENCHMARKS.md (`SOFA_NODE_SIZE`,
@@ -25,9 +25,15 @@ final class SofaEngine: Engine {
     private let treeConfiguration = BTreeConfiguration(nodeSize: SofaEngine.nodeSize, compress: SofaEngine.compress,
                                                        reducer: DurationSumReducer())
 
+    /// `SOFA_FORMAT_VERSION=1` creates a version 1 file, whose durable commits sync twice (FORMAT.md §11, §12):
+    /// the commit protocol before one-sync commits, for A/B runs of C1 (BENCHMARKS.md).
+    static let formatVersion = getenv("SOFA_FORMAT_VERSION").flatMap { UInt32(String(cString: $0)) }
+
     init(directory: String) throws {
         path = directory + "/index.sofa"
-        file = try StorageFile(path: path, options: StorageOptions(durability: .full, nodeCacheBytes: Self.cacheBytes))
+        var options = StorageOptions(durability: .full, nodeCacheBytes: Self.cacheBytes)
+        if let version = Self.formatVersion { options.formatVersion = version }
+        file = try StorageFile(path: path, options: options)
     }
 
     /// The tree of the newest commit: a snapshot no later commit changes.

@@ -60,6 +60,7 @@ public struct NodePointer: Sendable, Hashable {
 ///     u64     timestamp              milliseconds since 1970 (informational)
 ///     u8      root count, then per root: u8 0 (empty tree) or 1 followed by a node pointer
 ///     varint  metadata length, then the metadata bytes (the file owner's; opaque to storage)
+///     u8      version 2 only: data check 0 (none) or 1, then u64 data start and u32 CRC32C of the data
 public struct CommitHeader: Sendable, Equatable {
     /// 1 for the file's first commit, then one more per commit.
     public var commitNumber: UInt64
@@ -71,6 +72,9 @@ public struct CommitHeader: Sendable, Equatable {
     public var roots: [NodePointer?]
     /// Bytes the file's owner keeps with each commit (last sequence, view definition…).
     public var metadata: [UInt8]
+    /// For a one-sync commit, where its data starts and the CRC32C of that data; `nil` when the data was
+    /// synced before the header (FORMAT.md §5, §11).
+    public var dataCheck: DataCheck?
     /// Offset of this header's chunk.
     public package(set) var offset: UInt64 = 0
     /// The file length this commit covers: just past its trailer. Reads of this snapshot stay below it.
@@ -80,15 +84,18 @@ public struct CommitHeader: Sendable, Equatable {
     public static let maximumRoots = 255
 
     package init(commitNumber: UInt64, previousHeaderOffset: UInt64, timestamp: UInt64,
-                 roots: [NodePointer?], metadata: [UInt8]) {
+                 roots: [NodePointer?], metadata: [UInt8], dataCheck: DataCheck? = nil) {
         self.commitNumber = commitNumber
         self.previousHeaderOffset = previousHeaderOffset
         self.timestamp = timestamp
         self.roots = roots
         self.metadata = metadata
+        self.dataCheck = dataCheck
     }
 
-    package func encodePayload() -> [UInt8] {
+    /// The payload as format `version` lays it out; version 1 has no data check, so it must be `nil`.
+    package func encodePayload(version: UInt32) -> [UInt8] {
+        precondition(version >= 2 || dataCheck == nil, "a version 1 header has no data check")
         var out: [UInt8] = []
         out.reserveCapacity(64 + metadata.count + roots.count * 32)
         out.appendLittleEndian(commitNumber)
@@ -105,10 +112,21 @@ public struct CommitHeader: Sendable, Equatable {
         }
         out.appendVarint(UInt64(metadata.count))
         out.append(contentsOf: metadata)
+        if version >= 2 {
+            if let dataCheck {
+                out.append(1)
+                out.appendLittleEndian(dataCheck.start)
+                out.appendLittleEndian(dataCheck.crc)
+            } else {
+                out.append(0)
+            }
+        }
         return out
     }
 
-    package static func decode(_ payload: UnsafeRawBufferPointer, offset: UInt64, path: String) throws -> CommitHeader {
+    /// Decodes the payload of the header chunk at `offset` in a file of format `version`.
+    package static func decode(_ payload: UnsafeRawBufferPointer, offset: UInt64, path: String,
+                               version: UInt32) throws -> CommitHeader {
         var r = ByteReader(payload, fileOffset: offset + UInt64(FileFormat.chunkPrefixSize), path: path)
         let number: UInt64 = try r.readLittleEndian()
         let previous: UInt64 = try r.readLittleEndian()
@@ -123,9 +141,21 @@ public struct CommitHeader: Sendable, Equatable {
             }
         }
         let metadata = Array(try r.readLengthPrefixed())
+        var check: DataCheck?
+        if version >= 2 {
+            switch try r.readByte() {
+            case 0: break
+            case 1:
+                check = DataCheck(start: try r.readLittleEndian(), crc: try r.readLittleEndian())
+                guard let start = check?.start, start <= offset else {
+                    throw r.corruption("data check starts past its own header")
+                }
+            case let b: throw r.corruption("data check flag \(b) is neither 0 nor 1")
+            }
+        }
         guard r.isAtEnd else { throw r.corruption("commit header has \(r.remaining) trailing bytes") }
         var header = CommitHeader(commitNumber: number, previousHeaderOffset: previous, timestamp: time,
-                                  roots: roots, metadata: metadata)
+                                  roots: roots, metadata: metadata, dataCheck: check)
         header.offset = offset
         return header
     }
@@ -135,6 +165,22 @@ public struct CommitHeader: Sendable, Equatable {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// What a one-sync commit's header records about the commit's data (FORMAT.md §5): the bytes
+/// [``start``, header offset) are every chunk the commit wrote, and their CRC32C is ``crc``. Opening accepts
+/// such a header as the newest commit only when that CRC still matches (FORMAT.md §6, §11).
+public struct DataCheck: Sendable, Equatable {
+    /// Offset of the commit's first data byte: the previous commit's end offset.
+    public var start: UInt64
+    /// CRC32C of the file's bytes from ``start`` to the header chunk.
+    public var crc: UInt32
+
+    /// A check of the data from `start` with checksum `crc`.
+    public init(start: UInt64, crc: UInt32) {
+        self.start = start
+        self.crc = crc
     }
 }
 

@@ -4,8 +4,11 @@
 /// commit ends with a commit-header chunk followed by a 16-byte commit trailer, so the newest commit is found
 /// by reading the last 16 bytes of the file (FORMAT.md, "Finding the newest commit").
 package enum FileFormat {
-    /// The format version written into every file header. A reader refuses versions it does not know.
-    package static let version: UInt32 = 1
+    /// The format version written into every new file's header (FORMAT.md §12).
+    package static let version: UInt32 = 2
+
+    /// The versions this build opens; a reader refuses the others.
+    package static let readableVersions: ClosedRange<UInt32> = 1...2
 
     /// "SOFA" in ASCII, the first four payload bytes of the file-header chunk.
     package static let fileMagic: UInt32 = 0x4146_4F53  // bytes 53 4F 46 41 read little-endian

@@ -11,7 +11,9 @@ extension StorageFile {
     /// - Throws: `.corruption` naming the file and offset when the chunk is not a valid commit header.
     package func commitHeader(at offset: UInt64) throws -> CommitHeader {
         let chunk = try readChunk(at: offset, kind: .commitHeader, limit: latestCommit.endOffset)
-        var header = try chunk.withUnsafeBytes { try CommitHeader.decode($0, offset: offset, path: path) }
+        var header = try chunk.withUnsafeBytes {
+            try CommitHeader.decode($0, offset: offset, path: path, version: formatVersion)
+        }
         header.endOffset = offset + UInt64(chunk.fileLength) + UInt64(FileFormat.trailerSize)
         return header
     }

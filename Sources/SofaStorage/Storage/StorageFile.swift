@@ -5,8 +5,9 @@ import Synchronization
 
 /// How much a commit waits for the disk.
 public enum Durability: Sendable, Equatable {
-    /// Every commit is durable when it returns: data is `fdatasync`ed, then the commit header is written and
-    /// `fdatasync`ed. Survives process crashes and power loss (ACID's D).
+    /// Every commit is durable when it returns: a small commit writes its data and a header that checks that
+    /// data, then `fdatasync`s once; a large one `fdatasync`s its data, then writes and `fdatasync`s the header
+    /// (FORMAT.md §11). Survives process crashes and power loss (ACID's D).
     case full
     /// No `fsync`. A commit survives a crash of the process (the OS still writes it out). A power loss or OS
     /// crash may lose the latest commits, and since the disk may write a header before the nodes it points to,
@@ -28,6 +29,9 @@ public struct StorageOptions: Sendable {
     public var fileKind: UInt32
     /// Bytes of decoded nodes the file's cache may hold.
     public var nodeCacheBytes: Int
+    /// The format version of a file this creates (FORMAT.md §12): 2, or 1 for files that builds reading only
+    /// version 1 must open (two syncs per durable commit). An existing file keeps its own version.
+    public var formatVersion: UInt32 = FileFormat.version
 
     /// Options with defaults: writable, ``Durability/full``, create when missing, any kind, 64 MiB cache.
     public init(readOnly: Bool = false, durability: Durability = .full, create: Bool = true,
@@ -53,6 +57,9 @@ public final class StorageFile: @unchecked Sendable {
     public let options: StorageOptions
     /// The owner's file kind recorded at creation.
     public let fileKind: UInt32
+    /// The file's format version (FORMAT.md §12): new files are version 2; a version 1 file gets version 1
+    /// commits (two syncs each).
+    public let formatVersion: UInt32
     /// Decoded nodes shared by every reader and the writer of this file.
     package let nodeCache: NodeCache
     package let system: any SystemCalls
@@ -73,9 +80,26 @@ public final class StorageFile: @unchecked Sendable {
     private var pending: [UInt8] = []
     private let compressor = Compressor()
     private var failure: SofaError?
+    /// CRC32C of every byte written since the last commit, while they are at most ``oneSyncLimit``.
+    private var uncommittedCRC: UInt32 = 0
+    /// The file's length as the writer left it: the newest commit's end, or beyond it the end of a zero tail.
+    private var allocatedEnd: UInt64
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
+
+    /// The most data a one-sync commit may have; larger commits sync their data before the header, so that
+    /// opening never reads more than this to check the newest commit (FORMAT.md §11).
+    package static let oneSyncLimit = 64 << 10
+
+    /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
+    /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
+    /// written blocks and their `fdatasync` journals no size change. Small enough that opening reads the whole
+    /// tail with one 64 KiB `pread` most of the time.
+    package static let preallocationStep = 64 << 10
+
+    /// The shortest zero tail a durable one-sync commit writes when it grows the file.
+    package static let minimumZeroTail = 16 << 10
 
     /// Opens (or creates) the file at `path`.
     ///
@@ -99,7 +123,7 @@ public final class StorageFile: @unchecked Sendable {
             guard !options.readOnly && options.create else {
                 throw SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
             }
-            try StorageFile.create(path: path, kind: options.fileKind, system: system)
+            try StorageFile.create(path: path, kind: options.fileKind, version: options.formatVersion, system: system)
             do { fd = try system.open(path, flags: flags, mode: 0o644) } catch { throw StorageFile.error(error, path: path) }
         }
         var opened = false
@@ -123,7 +147,8 @@ public final class StorageFile: @unchecked Sendable {
         var size: Int64
         do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
         if size == 0 && !options.readOnly {
-            try StorageFile.initialize(fd: fd, path: path, kind: options.fileKind, system: system)
+            try StorageFile.initialize(fd: fd, path: path, kind: options.fileKind, version: options.formatVersion,
+                                       system: system)
             do { size = try system.fileSize(fd) } catch { throw StorageFile.error(error, path: path) }
         }
         let mapping: Mapping
@@ -137,15 +162,20 @@ public final class StorageFile: @unchecked Sendable {
                             path: path)
         }
         let end = found.header.endOffset
-        if !options.readOnly && UInt64(size) > end {
-            // A torn or abandoned tail after the newest commit: unreachable, so safe to cut away.
+        var allocated = UInt64(size)
+        if !options.readOnly && UInt64(size) > end && !found.cleanTail {
+            // A torn or abandoned tail after the newest commit: unreachable, so safe to cut away. A clean zero
+            // tail stays, for the next commits to write into.
             do {
                 try system.ftruncate(fd, length: Int64(end))
                 try system.fdatasync(fd)
             } catch { throw StorageFile.error(error, path: path) }
+            allocated = end
         }
         self.fd = fd
         self.fileKind = found.fileKind
+        self.formatVersion = found.formatVersion
+        allocatedEnd = allocated
         shared = Lock(Shared(mapping: mapping, header: found.header))
         flushedEnd = Atomic(end)
         opened = true
@@ -165,7 +195,7 @@ public final class StorageFile: @unchecked Sendable {
     /// Creates the file atomically: header and first commit are written and synced under a temporary name,
     /// which is then renamed into place and the directory synced. A crash at any point leaves either no file
     /// or a complete one (and at worst a stray `.creating` file, never a half-written database file).
-    private static func create(path: String, kind: UInt32, system: any SystemCalls) throws {
+    private static func create(path: String, kind: UInt32, version: UInt32, system: any SystemCalls) throws {
         let temporary = path + creatingSuffix
         let fd: Int32
         do {
@@ -174,7 +204,7 @@ public final class StorageFile: @unchecked Sendable {
             throw StorageFile.error(error, path: temporary)
         }
         do {
-            try initialize(fd: fd, path: temporary, kind: kind, system: system)
+            try initialize(fd: fd, path: temporary, kind: kind, version: version, system: system)
             try system.close(fd)
         } catch {
             try? system.close(fd)
@@ -192,11 +222,15 @@ public final class StorageFile: @unchecked Sendable {
 
     /// Writes the file header and an empty first commit into a new, empty file, then makes both and the
     /// directory entry durable.
-    private static func initialize(fd: Int32, path: String, kind: UInt32, system: any SystemCalls) throws {
+    private static func initialize(fd: Int32, path: String, kind: UInt32, version: UInt32,
+                                   system: any SystemCalls) throws {
+        guard FileFormat.readableVersions.contains(version) else {
+            throw SofaError(.invalidArgument, "cannot create format version \(version); versions: 1, 2", path: path)
+        }
         var bytes: [UInt8] = []
         var payload: [UInt8] = []
         payload.appendLittleEndian(FileFormat.fileMagic)
-        payload.appendLittleEndian(FileFormat.version)
+        payload.appendLittleEndian(version)
         payload.appendLittleEndian(kind)
         payload.appendLittleEndian(UInt32(0))
         payload.appendLittleEndian(CommitHeader.now())
@@ -204,7 +238,7 @@ public final class StorageFile: @unchecked Sendable {
         let first = CommitHeader(commitNumber: 1, previousHeaderOffset: 0, timestamp: CommitHeader.now(),
                                  roots: [], metadata: [])
         let headerOffset = UInt64(bytes.count)
-        first.encodePayload().withUnsafeBytes {
+        first.encodePayload(version: version).withUnsafeBytes {
             _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
@@ -349,26 +383,38 @@ public final class StorageFile: @unchecked Sendable {
             discardUncommitted()
             throw StorageFile.error(error, path: path)
         }
+        if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
+            uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
+        }
         flushedEnd.store(at + UInt64(pending.count), ordering: .releasing)
+        allocatedEnd = max(allocatedEnd, at + UInt64(pending.count))
         pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
     }
 
     /// Forgets every chunk appended since the last commit. Roots built from them must be dropped too.
     public func discardUncommitted() {
         pending.removeAll(keepingCapacity: false)
+        uncommittedCRC = 0
         let committed = latestCommit.endOffset
         nodeCache.removeAll(atOrAbove: committed)
         if flushedEnd.load(ordering: .relaxed) > committed {
             flushedEnd.store(committed, ordering: .releasing)
             try? system.ftruncate(fd, length: Int64(committed))
+            // Durably: a later one-sync commit must write where the disk holds nothing, so that a write of it
+            // lost to a power cut reads as zeros (FORMAT.md §6).
+            if options.durability == .full { try? system.fdatasync(fd) }
+            allocatedEnd = committed
         }
     }
 
     /// Makes everything appended so far, plus a header with `roots` and `metadata`, one atomic commit.
     ///
-    /// With ``Durability/full``: write the data, `fdatasync`, write header + trailer, `fdatasync`. Readers see
-    /// the new commit only after it is complete. After a failed sync or header write the handle refuses writes
-    /// (`.writesRefused`) until reopened, since what reached the disk is then unknown.
+    /// With ``Durability/full``, a commit of at most ``oneSyncLimit`` bytes of data (in a version 2 file) writes
+    /// its data, then a header recording the data's CRC32C, then `fdatasync`s once; opening accepts that header
+    /// only if the data still matches. A larger commit writes its data, `fdatasync`s, writes the header,
+    /// `fdatasync`s (FORMAT.md §11). Readers see the new commit only after it is complete. After a failed sync
+    /// or header write the handle refuses writes (`.writesRefused`) until reopened, since what reached the disk
+    /// is then unknown.
     ///
     /// - Returns: the new commit's header.
     @discardableResult
@@ -378,20 +424,23 @@ public final class StorageFile: @unchecked Sendable {
         let previous = latestCommit
         try flushPending()
         let durable = options.durability == .full
+        let headerOffset = flushedEnd.load(ordering: .relaxed)
+        let oneSync = formatVersion >= 2 && headerOffset - previous.endOffset <= UInt64(StorageFile.oneSyncLimit)
         do {
-            if durable { try system.fdatasync(fd) }
+            if durable && !oneSync { try system.fdatasync(fd) }
         } catch {
             failure = StorageFile.error(error, path: path)
             throw failure!
         }
         var header = CommitHeader(commitNumber: previous.commitNumber + 1, previousHeaderOffset: previous.offset,
-                                  timestamp: CommitHeader.now(), roots: roots, metadata: metadata)
-        let headerOffset = flushedEnd.load(ordering: .relaxed)
+                                  timestamp: CommitHeader.now(), roots: roots, metadata: metadata,
+                                  dataCheck: oneSync ? DataCheck(start: previous.endOffset, crc: uncommittedCRC) : nil)
         var bytes: [UInt8] = []
-        header.encodePayload().withUnsafeBytes {
+        header.encodePayload(version: formatVersion).withUnsafeBytes {
             _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
         }
         CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
+        let end = headerOffset + UInt64(bytes.count)
         do {
             try bytes.withUnsafeBytes { b in
                 try system.pwriteAll(fd, b, at: Int64(headerOffset))
@@ -407,18 +456,38 @@ public final class StorageFile: @unchecked Sendable {
             failure = reported
             throw reported
         }
+        allocatedEnd = max(allocatedEnd, end)
+        if durable && oneSync { preallocate(after: end) }
         do {
             if durable { try system.fdatasync(fd) }
         } catch {
             failure = StorageFile.error(error, path: path)
             throw failure!
         }
+        uncommittedCRC = 0
         header.offset = headerOffset
-        header.endOffset = headerOffset + UInt64(bytes.count)
+        header.endOffset = end
         // Publish before anything else can fail: the commit is durable, and readers remap on demand.
         flushedEnd.store(header.endOffset, ordering: .releasing)
         shared.withLock { $0.header = header }
         return header
+    }
+
+    /// When the commit ending at `end` reached the end of the file, writes zeros after it (FORMAT.md §11): an
+    /// eighth of the file, at least ``minimumZeroTail`` and at most ``preallocationStep``, up to a 4 KiB
+    /// boundary; the commit's own `fdatasync` syncs them. Best effort: if the zeros do not fit (a full disk),
+    /// the partial tail is cut off again and the commit goes on without it.
+    private func preallocate(after end: UInt64) {
+        guard end >= allocatedEnd else { return }
+        let extra = min(UInt64(StorageFile.preallocationStep), max(UInt64(StorageFile.minimumZeroTail), end / 8))
+        let target = (end + extra + 4095) / 4096 * 4096
+        let zeros = [UInt8](repeating: 0, count: Int(target - end))
+        do {
+            try zeros.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(end)) }
+            allocatedEnd = target
+        } catch {
+            try? system.ftruncate(fd, length: Int64(end))
+        }
     }
 
     /// Closes the file. Chunks already read stay valid (they hold the mapping); further calls fail.

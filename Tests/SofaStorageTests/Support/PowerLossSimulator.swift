@@ -30,6 +30,9 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     /// Called after every write or sync with the simulator itself, to take crash images at that moment.
     /// Set and used from the single test thread that drives the workload.
     var onOperation: ((PowerLossSimulator) -> Void)?
+    /// When false, `fsync`/`fdatasync` still run but the power fails before the disk acknowledges them: the
+    /// writes stay unsynced, for ``crashImage(of:sector:keep:)`` to choose which of them survive.
+    var syncsReachDisk = true
 
     func open(_ path: String, flags: Int32, mode: mode_t) throws(SystemCallFailure) -> Int32 {
         let fd = try base.open(path, flags: flags, mode: mode)
@@ -89,6 +92,7 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     }
 
     private func sync(_ fd: Int32) {
+        guard syncsReachDisk else { return }
         state.withLock { s in
             guard let path = s.pathOf[fd], var file = s.files[path] else { return }
             for op in file.unsynced { Self.apply(op, to: &file.durable) }
@@ -108,6 +112,28 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
                 bytes += [UInt8](repeating: 0, count: length - bytes.count)
             }
         }
+    }
+
+    /// The content of `path` if the power failed now and, of the unsynced writes, exactly the sectors for
+    /// which `keep(sectorStart)` is true reached the disk (each write torn on the `sector` grid on its own).
+    func crashImage(of path: String, sector: Int, keep: (Int) -> Bool) -> [UInt8] {
+        let file = state.withLock { $0.files[path] } ?? FileState(durable: [])
+        var image = file.durable
+        for op in file.unsynced {
+            guard case .write(let offset, let data) = op else {
+                Self.apply(op, to: &image)
+                continue
+            }
+            var start = offset
+            while start < offset + data.count {
+                let end = min(offset + data.count, (start / sector + 1) * sector)
+                if keep(start / sector * sector) {
+                    Self.apply(.write(offset: start, bytes: Array(data[(start - offset)..<(end - offset)])), to: &image)
+                }
+                start = end
+            }
+        }
+        return image
     }
 
     /// One possible content of `path` if the power failed now.
