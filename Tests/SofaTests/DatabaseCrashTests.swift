@@ -132,6 +132,11 @@ import Testing
         if access(db.path + "/docs" + Database.compactionSuffix, F_OK) == 0 {
             problems.append("the compaction temporary file was left after a writable open")
         }
+        // Views are compacted too: their temporary files (`views/.NAME.compact`, and its `.creating` stage) go.
+        let views = (try? FileManager.default.contentsOfDirectory(atPath: db.path + "/views")) ?? []
+        for name in views where name.hasPrefix(".") {
+            problems.append("views/\(name) was left after a writable open")
+        }
         return problems
     }
 

@@ -1,5 +1,6 @@
 import Glibc
 import Sofa
+import SofaStorage
 
 /// Wall-clock laps for the timings the demo prints.
 struct Stopwatch {
@@ -21,8 +22,13 @@ struct Stopwatch {
 
 /// How the demo prints: text (default) or, with `--json`, one JSON object per step, query and note.
 enum DemoOutput {
-    /// Set once by `sofa demo --json` before anything is printed.
-    nonisolated(unsafe) static var json = false
+    /// Set once by `sofa demo --json` before anything is printed (under a lock: the demo's queries run on
+    /// other threads too).
+    static var json: Bool {
+        get { mode.withLock { $0 } }
+        set { mode.withLock { $0 = newValue } }
+    }
+    private static let mode = Lock(false)
 
     /// A line of text, or in JSON mode `object` (nothing when nil).
     static func say(_ text: String, _ object: JSONObject?) {
