@@ -73,6 +73,9 @@ import Testing
         #expect(!baseline.contains { $0.contains("verify") }, "the original does not verify: \(baseline)")
         let files = ["docs", "views/byGroup", "views/byTag"]
         let bytes = try files.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: original + "/" + $0))) }
+        // Flips land in the file up to its newest commit's trailer, not in the zero tail a small durable commit
+        // leaves after itself (FORMAT.md §6): the trailer ends in its non-zero CRC, the tail is all zeros.
+        let committed = bytes.map { ($0.lastIndex { $0 != 0 } ?? 0) + 1 }
 
         var random = SeededRandom(seed: SeededRandom.testSeeds[0])
         var detected = 0, unread = 0, olderCommit = 0, withOffset = 0, wrong = 0
@@ -81,7 +84,7 @@ import Testing
             let detectedBefore = detected
             defer { perFile.append("\(name) \(detected - detectedBefore)/\(flipsPerFile)") }
             for n in 0..<flipsPerFile {
-                let byte = Int(random.next() % UInt64(bytes[f].count))
+                let byte = Int(random.next() % UInt64(committed[f]))
                 let bit = UInt8(random.next() % 8)
                 let context = "\(name) byte \(byte) bit \(bit) (\(random.replayHint))"
                 let copy = dir.database("flip-\(f)-\(n)")
@@ -126,9 +129,9 @@ import Testing
               "commit, \(wrong) wrong values; detected per file: \(perFile.joined(separator: ", "))")
         #expect(detected + unread + olderCommit == total)
         // Most bytes of a compacted database are reachable; the rest are the empty first commit of each compacted
-        // file and bits no decoder reads. Over 300 flips the view files measured 80–89 % (their commits are small,
-        // so headers weigh more), the document file 98–100 %.
-        #expect(detected * 10 >= total * 8, "most bytes of a compacted database are reachable")
+        // file and bits no decoder reads. Over 300 flips the view files measured 87–89 % (their commits are small,
+        // so headers weigh more), the document file 98–100 %; 91.7 % in all.
+        #expect(detected * 100 >= total * 85, "most bytes of a compacted database are reachable")
     }
 
     /// The newest commit's number in the document file and each view file (after ``everything(_:)``).
