@@ -37,6 +37,7 @@ let package = Package(
             dependencies: [
                 "CLMDB", "CSQLite",
                 .product(name: "SofaStorage", package: "Sofa"),
+                .product(name: "Sofa", package: "Sofa"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/sofa-compare",

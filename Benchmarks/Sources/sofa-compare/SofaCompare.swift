@@ -22,8 +22,16 @@ struct SofaCompare: ParsableCommand {
     @Option(help: "Comma-separated engines to run, in column order. Default: every engine that exists.")
     var engines: String?
 
-    @Option(help: "Comma-separated workloads to report (W1 always runs: it builds the index).")
-    var workloads = "W1,W2,W3,W4,W5,W6,W7"
+    @Option(help: """
+        Which suite: `engines` (W1–W7 at the engine level) or `views` (V1 V2 V4 VG V6, issue 5's pipeline level: \
+        Sofa's Database and View against SQLite as Couchbase Lite 1.x, from docs.jsonl; ViewsWorkloads.swift).
+        """)
+    var suite = "engines"
+
+    @Option(help: """
+        Comma-separated workloads to report (W1 / V1 always runs: it builds the index). Default: all of the suite's.
+        """)
+    var workloads: String?
 
     @Option(help: "Data set directory (with rows.tsv, q2.tsv, q4.tsv, u6.tsv, expected.json).")
     var data: String?
@@ -49,12 +57,13 @@ struct SofaCompare: ParsableCommand {
     mutating func validate() throws {
         guard n > 0 else { throw ValidationError("--n must be positive") }
         guard `repeat` > 0 else { throw ValidationError("--repeat must be positive") }
-        let known = Set(["W1", "W2", "W3", "W4", "W5", "W6", "W7"])
+        guard ["engines", "views"].contains(suite) else { throw ValidationError("unknown suite \(suite); known: engines, views") }
+        let known = Set(suiteWorkloads)
         for workload in selectedWorkloads where !known.contains(workload) {
-            throw ValidationError("unknown workload \(workload); known: W1 … W7")
+            throw ValidationError("unknown workload \(workload); known: \(suiteWorkloads.joined(separator: " "))")
         }
-        for name in selectedEngines where EngineRegistry.engine(named: name) == nil {
-            let available = EngineRegistry.all.map { $0.name }.joined(separator: ", ")
+        for name in selectedEngines where !suiteEngines.contains(name) {
+            let available = suiteEngines.joined(separator: ", ")
             throw ValidationError("unknown engine \(name); available: \(available)")
         }
     }
@@ -77,16 +86,24 @@ struct SofaCompare: ParsableCommand {
         let scratch = try ScratchDirectory(path: db)
         defer { scratch.removeContents(engines: selectedEngines) }
         var report = Report(engines: selectedEngines, n: n)
+        var collected: [String: [[ChildRecord]]] = [:]
         let loadBefore = SystemProbe.loadAverage()
         for run in 1 ... `repeat` {
             for engine in selectedEngines {
                 log("sofa-compare: n=\(n) engine=\(engine) run \(run)/\(`repeat`)")
                 let arguments = [
                     "--engine-child", engine, "--n", String(n), "--data", directory, "--db", scratch.path,
-                    "--workloads", workloads, cold ? "--cold" : "--no-cold",
+                    "--workloads", selectedWorkloads.joined(separator: ","), cold ? "--cold" : "--no-cold",
+                    "--suite", suite,
                 ]
                 let output = try ChildProcess.run(arguments)
-                let records = output.split(separator: "\n").compactMap(ChildRecord.init(line:))
+                collected[engine, default: []].append(output.split(separator: "\n").compactMap(ChildRecord.init(line:)))
+            }
+        }
+        // The views suite checks some answers against the reference engine's, known once every child has run.
+        if suite == "views" { collected = ViewsSuite.crossCheck(collected) }
+        for engine in selectedEngines {
+            for records in collected[engine] ?? [] {
                 for case .check(let check) in records where !check.ok {
                     log("MISMATCH \(engine) \(check.workload): got \(check.got), expected \(check.expected)")
                 }
@@ -96,7 +113,8 @@ struct SofaCompare: ParsableCommand {
         let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         report.notes.append("1-minute load average at start / end: \(loadBefore) / \(SystemProbe.loadAverage()) "
             + "on \(cores) cores (above the core count, other processes competed for the CPUs)")
-        print(csv ? report.csv() : "## sofa-compare, N = \(NumberFormat.grouped(n))\n\n" + report.markdown())
+        let title = suite == "views" ? "sofa-compare --suite views" : "sofa-compare"
+        print(csv ? report.csv() : "## \(title), N = \(NumberFormat.grouped(n))\n\n" + report.markdown())
         guard report.allChecksPassed else {
             log("sofa-compare: some answers differ from expected.json (see MISMATCH above)")
             throw ExitCode(1)
@@ -106,6 +124,20 @@ struct SofaCompare: ParsableCommand {
     // MARK: - Child
 
     private func runChild(engineNamed name: String) throws {
+        if suite == "views" {
+            guard let engineType = ViewsEngineRegistry.engine(named: name) else {
+                throw CompareError("unknown views engine \(name)")
+            }
+            guard let db else { throw CompareError("--engine-child needs --db") }
+            let runner = ViewsRunner(
+                directory: db + "/" + name, dataDirectory: dataDirectory, engineType: engineType,
+                selected: Set(selectedWorkloads),
+                emit: { record in
+                    var line = record.line + "\n"
+                    line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+                })
+            return try runner.run()
+        }
         guard let engineType = EngineRegistry.engine(named: name) else {
             throw CompareError("unknown engine \(name)")
         }
@@ -136,11 +168,22 @@ struct SofaCompare: ParsableCommand {
     }
 
     private var selectedWorkloads: [String] {
-        workloads.split(separator: ",").map { $0.trimmingPrefix(" ").uppercased() }
+        guard let workloads else { return suiteWorkloads }
+        return workloads.split(separator: ",").map { $0.trimmingPrefix(" ").uppercased() }
+    }
+
+    /// Every workload of the selected suite.
+    private var suiteWorkloads: [String] {
+        suite == "views" ? ViewsSuite.workloads : ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+    }
+
+    /// Every engine of the selected suite, in column order.
+    private var suiteEngines: [String] {
+        suite == "views" ? ViewsEngineRegistry.all.map { $0.name } : EngineRegistry.all.map { $0.name }
     }
 
     private var selectedEngines: [String] {
-        guard let engines else { return EngineRegistry.all.map { $0.name } }
+        guard let engines else { return suiteEngines }
         return engines.split(separator: ",").map { $0.trimmingPrefix(" ").lowercased() }
     }
 
