@@ -15,8 +15,10 @@ struct Mapper: Sendable {
     /// Counts map calls (tests check that an update maps only changed documents).
     let calls: MapCallCounter?
 
-    /// Runs the map on one document's winning revision and appends its rows to `out`.
-    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
+    /// Runs the map on one document's winning revision and appends its rows to `out`, taking strings' sort keys
+    /// from `cache` when it has them.
+    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, cache: SortKeyCache? = nil,
+             into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
         defer { out.documents.append((id, firstRow..<out.rows.count, out.pendingBack)) }
         out.pendingBack = []
@@ -41,7 +43,7 @@ struct Mapper: Sendable {
         for (index, (key, value)) in emitted.enumerated() {
             let start = out.arena.count
             do {
-                try CollationKey.encode(key, into: &out.arena)
+                try CollationKey.encode(key, into: &out.arena, cache: cache)
             } catch let error as SofaError {
                 throw SofaError(error.code, "document \"\(idString)\" emitted a key that cannot be indexed: "
                                 + error.message)
@@ -132,7 +134,7 @@ extension ViewIndex {
     /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
     /// the background, so the caller can write the previous batch meanwhile.
     private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
-                              mapper: Mapper) -> PendingBatch {
+                              mapper: Mapper, caches: SortKeyCachePool) -> PendingBatch {
         let pending = PendingBatch()
         DispatchQueue.global().async(group: pending.group) {
             let chunk = 64
@@ -143,6 +145,8 @@ extension ViewIndex {
                 // Each iteration writes only its own slot of `out`.
                 DispatchQueue.concurrentPerform(iterations: chunks) { c in
                     out.buffer[c] = Result {
+                        let cache = caches.take()
+                        defer { caches.give(back: cache) }
                         var mapped = MappedChunk()
                         for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
                             let (id, entry) = batch[i]
@@ -155,7 +159,7 @@ extension ViewIndex {
                                 record = try snapshot.record(id)
                             }
                             if let record {
-                                try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
+                                try mapper.map(id: id, record: record, snapshot: snapshot, cache: cache, into: &mapped)
                             } else {
                                 mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
                             }
@@ -188,8 +192,10 @@ extension ViewIndex {
                 for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
             }
         })
-        let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
-        try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
+        // Merging on this thread, bulk loading (leaf encoding, LZ4, writes) on another.
+        let rowsBuilder = BackgroundTreeBuilder(TreeBuilder(file: storage, configuration: rowsConfiguration))
+        defer { rowsBuilder.drain() }
+        try sorter.finish { key, value in rowsBuilder.add(key: key, value: value) }
         try commit(rows: try rowsBuilder.finish(), backIndex: try backBuilder.finish(), header: header)
         return documents
     }
@@ -242,8 +248,10 @@ extension ViewIndex {
         var documents = 0
         var inFlight: PendingBatch?
         defer { _ = try? inFlight?.wait() }
+        // Sort keys of recurring strings (a genre, an artist) are made once per mapping thread, not per row.
+        let caches = SortKeyCachePool()
         func flush() throws {
-            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper, caches: caches)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
             // Write the previous batch while this one maps.

@@ -22,7 +22,8 @@ public final class TreeBuilder {
     private var levels: [[ChildEntry]] = []
     private var levelSize: [Int] = []
     private var emitted: [Bool] = []
-    private var lastKey: [UInt8]?
+    /// The previous row's key (reused: no allocation per row), valid when `rowCount > 0`.
+    private var lastKey: [UInt8] = []
     /// Rows added so far.
     public private(set) var rowCount: UInt64 = 0
 
@@ -36,7 +37,7 @@ public final class TreeBuilder {
     ///
     /// - Throws: `.invalidArgument` when `key` is not greater than the previous key; storage errors.
     public func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        if let lastKey, lastKey.withUnsafeBytes({ compareBytes($0, key) }) >= 0 {
+        if rowCount > 0, lastKey.withUnsafeBytes({ compareBytes($0, key) }) >= 0 {
             throw SofaError(.invalidArgument, "bulk load keys must be strictly ascending (row \(rowCount))",
                             path: nodes.file.path)
         }
@@ -49,7 +50,8 @@ public final class TreeBuilder {
         let v = leafBytes.count..<(leafBytes.count + value.count)
         leafBytes.append(contentsOf: value)
         leafEntries.append((k, v))
-        lastKey = Array(key)
+        lastKey.removeAll(keepingCapacity: true)
+        lastKey.append(contentsOf: key)
         rowCount += 1
     }
 
