@@ -141,14 +141,9 @@ public struct CollationKey: Hashable, Comparable, Sendable {
     ///   - buffer: Bytes to append to. On error it is left exactly as it was.
     /// - Throws: As ``init(_:)``.
     public static func encode(_ key: JSON, into buffer: inout [UInt8]) throws {
-        try encode(key, into: &buffer, cache: nil)
-    }
-
-    /// ``encode(_:into:)`` taking the strings' sort keys from `cache` when it has them (index builds).
-    static func encode(_ key: JSON, into buffer: inout [UInt8], cache: SortKeyCache?) throws {
         let start = buffer.count
         do {
-            try append(key, to: &buffer, depth: 0, cache: cache)
+            try append(key, to: &buffer, depth: 0)
         } catch {
             buffer.removeSubrange(start...)
             throw error.sofaError(for: key)
@@ -225,8 +220,7 @@ extension CollationKey {
     }
 
     /// Appends `value`, which sits `depth` arrays/objects deep in the key, to `buffer`.
-    static func append(_ value: JSON, to buffer: inout [UInt8], depth: Int,
-                       cache: SortKeyCache? = nil) throws(EncodingFailure) {
+    static func append(_ value: JSON, to buffer: inout [UInt8], depth: Int) throws(EncodingFailure) {
         switch value {
         case .null:
             buffer.append(Tag.null)
@@ -238,22 +232,20 @@ extension CollationKey {
             withUnsafeBytes(of: orderedBits(number).bigEndian) { buffer.append(contentsOf: $0) }
         case .string(let string):
             buffer.append(Tag.string)
-            guard cache?.appendSortKey(of: string, to: &buffer) ?? ICUCollator.appendSortKey(of: string, to: &buffer)
-            else { throw .collator }
+            guard ICUCollator.appendSortKey(of: string, to: &buffer) else { throw .collator }
         case .array(let items):
             guard depth < maxDepth else { throw .tooDeep }
             buffer.append(Tag.array)
             for item in items {
-                try append(item, to: &buffer, depth: depth + 1, cache: cache)
+                try append(item, to: &buffer, depth: depth + 1)
             }
             buffer.append(Tag.end)
         case .object(let members):
             guard depth < maxDepth else { throw .tooDeep }
             buffer.append(Tag.object)
             for (name, member) in members {
-                guard cache?.appendSortKey(of: name, to: &buffer) ?? ICUCollator.appendSortKey(of: name, to: &buffer)
-                else { throw .collator }
-                try append(member, to: &buffer, depth: depth + 1, cache: cache)
+                guard ICUCollator.appendSortKey(of: name, to: &buffer) else { throw .collator }
+                try append(member, to: &buffer, depth: depth + 1)
             }
             buffer.append(Tag.end)
         }

@@ -15,10 +15,8 @@ struct Mapper: Sendable {
     /// Counts map calls (tests check that an update maps only changed documents).
     let calls: MapCallCounter?
 
-    /// Runs the map on one document's winning revision and appends its rows to `out`, taking strings' sort keys
-    /// from `cache` when it has them.
-    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, cache: SortKeyCache? = nil,
-             into out: inout MappedChunk) throws {
+    /// Runs the map on one document's winning revision and appends its rows to `out`.
+    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
         defer { out.documents.append((id, firstRow..<out.rows.count, out.pendingBack)) }
         out.pendingBack = []
@@ -43,7 +41,7 @@ struct Mapper: Sendable {
         for (index, (key, value)) in emitted.enumerated() {
             let start = out.arena.count
             do {
-                try CollationKey.encode(key, into: &out.arena, cache: cache)
+                try CollationKey.encode(key, into: &out.arena)
             } catch let error as SofaError {
                 throw SofaError(error.code, "document \"\(idString)\" emitted a key that cannot be indexed: "
                                 + error.message)
@@ -134,7 +132,7 @@ extension ViewIndex {
     /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
     /// the background, so the caller can write the previous batch meanwhile.
     private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
-                              mapper: Mapper, caches: SortKeyCachePool) -> PendingBatch {
+                              mapper: Mapper) -> PendingBatch {
         let pending = PendingBatch()
         DispatchQueue.global().async(group: pending.group) {
             let chunk = 64
@@ -145,8 +143,6 @@ extension ViewIndex {
                 // Each iteration writes only its own slot of `out`.
                 DispatchQueue.concurrentPerform(iterations: chunks) { c in
                     out.buffer[c] = Result {
-                        let cache = caches.take()
-                        defer { caches.give(back: cache) }
                         var mapped = MappedChunk()
                         for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
                             let (id, entry) = batch[i]
@@ -159,7 +155,7 @@ extension ViewIndex {
                                 record = try snapshot.record(id)
                             }
                             if let record {
-                                try mapper.map(id: id, record: record, snapshot: snapshot, cache: cache, into: &mapped)
+                                try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
                             } else {
                                 mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
                             }
@@ -248,10 +244,8 @@ extension ViewIndex {
         var documents = 0
         var inFlight: PendingBatch?
         defer { _ = try? inFlight?.wait() }
-        // Sort keys of recurring strings (a genre, an artist) are made once per mapping thread, not per row.
-        let caches = SortKeyCachePool()
         func flush() throws {
-            let next = startMapping(batch, snapshot: snapshot, mapper: mapper, caches: caches)
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
             // Write the previous batch while this one maps.
