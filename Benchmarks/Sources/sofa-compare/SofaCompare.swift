@@ -48,7 +48,7 @@ struct SofaCompare: ParsableCommand {
     @Flag(help: "Print CSV rows (workload,engine,n,metric,value,unit) instead of the Markdown table.")
     var csv = false
 
-    @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache.")
+    @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache (engines suite).")
     var cold = true
 
     @Option(help: .hidden)
