@@ -38,7 +38,7 @@ let package = Package(
             dependencies: [
                 "CLMDB", "CSQLite",
                 .product(name: "SofaStorage", package: "Sofa"),
-                // The documents suite (D1–D5) drives Sofa's Database.
+                // The documents (D1–D5) and views (V1–V6) suites drive Sofa's Database.
                 .product(name: "Sofa", package: "Sofa"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -23,12 +23,16 @@ struct SofaCompare: ParsableCommand {
     var engines: String?
 
     @Option(help: """
-        Which workloads: `w` (W1–W7, the engine-level index workloads) or `docs` (D1–D5, documents on Sofa's \
-        Database and SQLite; DocumentsWorkloads.swift).
+        Which suite: `engines` (W1–W7 at the engine level, the default), `docs` (D1–D5, documents on Sofa's \
+        Database and SQLite; DocumentsWorkloads.swift) or `views` (V1 V2 V4 VG V6, issue 5's pipeline level: \
+        Sofa's Database and View against SQLite as Couchbase Lite 1.x, from docs.jsonl; ViewsWorkloads.swift).
         """)
-    var suite = "w"
+    var suite = "engines"
 
-    @Option(help: "Comma-separated workloads to report (W1, D1 always run: they load). Default: all of the suite's.")
+    @Option(help: """
+        Comma-separated workloads to report (W1 / D1 / V1 always run: they load or build). Default: all of the \
+        suite's.
+        """)
     var workloads: String?
 
     @Option(help: "Data set directory (with rows.tsv, q2.tsv, q4.tsv, u6.tsv, expected.json).")
@@ -46,7 +50,7 @@ struct SofaCompare: ParsableCommand {
     @Flag(help: "Print CSV rows (workload,engine,n,metric,value,unit) instead of the Markdown table.")
     var csv = false
 
-    @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache.")
+    @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache (engines suite).")
     var cold = true
 
     @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine.")
@@ -58,9 +62,11 @@ struct SofaCompare: ParsableCommand {
     mutating func validate() throws {
         guard n > 0 else { throw ValidationError("--n must be positive") }
         guard `repeat` > 0 else { throw ValidationError("--repeat must be positive") }
-        guard suite == "w" || suite == "docs" else { throw ValidationError("unknown suite \(suite); known: w, docs") }
-        // C1 (single-row durable commits) belongs to the engine suite and runs alone.
-        let known = suiteWorkloads + (suite == "w" ? ["C1"] : [])
+        guard ["engines", "docs", "views"].contains(suite) else {
+            throw ValidationError("unknown suite \(suite); known: engines, docs, views")
+        }
+        // C1 (single-row durable commits) belongs to the engines suite and runs alone.
+        let known = suiteWorkloads + (suite == "engines" ? ["C1"] : [])
         for workload in selectedWorkloads where !known.contains(workload) {
             throw ValidationError("unknown workload \(workload) in suite \(suite); known: \(known.joined(separator: ", "))")
         }
@@ -89,12 +95,13 @@ struct SofaCompare: ParsableCommand {
 
     private func runParent() throws {
         let directory = dataDirectory
-        guard access(directory + (suite == "docs" ? "/docs.jsonl" : "/expected.json"), R_OK) == 0 else {
+        guard access(directory + (suite == "engines" ? "/expected.json" : "/docs.jsonl"), R_OK) == 0 else {
             throw CompareError("no data set in \(directory); make it with: Benchmarks/data/generate.sh \(n)")
         }
         let scratch = try ScratchDirectory(path: db)
         defer { scratch.removeContents(engines: selectedEngines) }
         var report = Report(engines: selectedEngines, n: n)
+        var collected: [String: [[ChildRecord]]] = [:]
         let loadBefore = SystemProbe.loadAverage()
         for run in 1 ... `repeat` {
             for engine in selectedEngines {
@@ -105,7 +112,13 @@ struct SofaCompare: ParsableCommand {
                     "--suite", suite,
                 ]
                 let output = try ChildProcess.run(arguments)
-                let records = output.split(separator: "\n").compactMap(ChildRecord.init(line:))
+                collected[engine, default: []].append(output.split(separator: "\n").compactMap(ChildRecord.init(line:)))
+            }
+        }
+        // The views suite checks some answers against the reference engine's, known once every child has run.
+        if suite == "views" { collected = ViewsSuite.crossCheck(collected) }
+        for engine in selectedEngines {
+            for records in collected[engine] ?? [] {
                 for case .check(let check) in records where !check.ok {
                     log("MISMATCH \(engine) \(check.workload): got \(check.got), expected \(check.expected)")
                 }
@@ -115,7 +128,7 @@ struct SofaCompare: ParsableCommand {
         let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         report.notes.append("1-minute load average at start / end: \(loadBefore) / \(SystemProbe.loadAverage()) "
             + "on \(cores) cores (above the core count, other processes competed for the CPUs)")
-        let title = "## sofa-compare\(suite == "docs" ? " --suite docs" : ""), N = \(NumberFormat.grouped(n))"
+        let title = "## sofa-compare\(suite == "engines" ? "" : " --suite " + suite), N = \(NumberFormat.grouped(n))"
         print(csv ? report.csv() : title + "\n\n" + report.markdown())
         guard report.allChecksPassed else {
             log("sofa-compare: some answers differ from expected.json (see MISMATCH above)")
@@ -128,6 +141,20 @@ struct SofaCompare: ParsableCommand {
     private func runChild(engineNamed name: String) throws {
         if suite == "docs" {
             return try runDocumentsChild(engineNamed: name)
+        }
+        if suite == "views" {
+            guard let engineType = ViewsEngineRegistry.engine(named: name) else {
+                throw CompareError("unknown views engine \(name)")
+            }
+            guard let db else { throw CompareError("--engine-child needs --db") }
+            let runner = ViewsRunner(
+                directory: db + "/" + name, dataDirectory: dataDirectory, engineType: engineType,
+                selected: Set(selectedWorkloads),
+                emit: { record in
+                    var line = record.line + "\n"
+                    line.withUTF8 { _ = write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+                })
+            return try runner.run()
         }
         guard let engineType = EngineRegistry.engine(named: name) else {
             throw CompareError("unknown engine \(name)")
@@ -187,12 +214,20 @@ struct SofaCompare: ParsableCommand {
 
     /// Every workload of the chosen suite.
     private var suiteWorkloads: [String] {
-        suite == "docs" ? DocumentsWorkloads.workloads : ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+        switch suite {
+        case "docs": DocumentsWorkloads.workloads
+        case "views": ViewsSuite.workloads
+        default: ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+        }
     }
 
     /// Every engine of the chosen suite, in column order.
     private var suiteEngines: [String] {
-        suite == "docs" ? DocumentsEngineRegistry.all.map { $0.name } : EngineRegistry.all.map { $0.name }
+        switch suite {
+        case "docs": DocumentsEngineRegistry.all.map { $0.name }
+        case "views": ViewsEngineRegistry.all.map { $0.name }
+        default: EngineRegistry.all.map { $0.name }
+        }
     }
 
     private var selectedEngines: [String] {

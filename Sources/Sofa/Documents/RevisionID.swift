@@ -62,18 +62,44 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         switch digest {
         case .text(let t): return t
         case .md5(let high, let low):
-            var out = [UInt8](repeating: 0, count: 32)
-            let hex = Array("0123456789abcdef".utf8)
-            for i in 0..<16 {
-                out[15 - i] = hex[Int((high >> (4 * UInt64(i))) & 15)]
-                out[31 - i] = hex[Int((low >> (4 * UInt64(i))) & 15)]
+            return String(unsafeUninitializedCapacity: 32) { out in
+                RevisionID.writeHex(high, low, to: out.baseAddress!)
+                return 32
             }
-            return String(decoding: out, as: UTF8.self)
         }
     }
 
-    /// `generation-digest`.
-    var description: String { "\(generation)-\(digestText)" }
+    /// `generation-digest`. Built in one string allocation: views ask for it once per document they map.
+    var description: String {
+        guard case .md5(let high, let low) = digest else { return "\(generation)-\(digestText)" }
+        var digits = generation
+        var count = 1
+        while digits >= 10 {
+            digits /= 10
+            count += 1
+        }
+        return String(unsafeUninitializedCapacity: count + 33) { out in
+            var n = generation
+            for i in stride(from: count - 1, through: 0, by: -1) {
+                out[i] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: n % 10)
+                n /= 10
+            }
+            out[count] = UInt8(ascii: "-")
+            RevisionID.writeHex(high, low, to: out.baseAddress! + count + 1)
+            return count + 33
+        }
+    }
+
+    /// Writes the 32 lowercase hex digits of an MD5 digest (`high` first) at `out`.
+    @inline(__always)
+    private static func writeHex(_ high: UInt64, _ low: UInt64, to out: UnsafeMutablePointer<UInt8>) {
+        for i in 0..<16 {
+            let h = UInt8(truncatingIfNeeded: (high >> (4 * UInt64(i))) & 15)
+            let l = UInt8(truncatingIfNeeded: (low >> (4 * UInt64(i))) & 15)
+            out[15 - i] = h < 10 ? UInt8(ascii: "0") + h : UInt8(ascii: "a") + h - 10
+            out[31 - i] = l < 10 ? UInt8(ascii: "0") + l : UInt8(ascii: "a") + l - 10
+        }
+    }
 
     static func < (x: RevisionID, y: RevisionID) -> Bool {
         if x.generation != y.generation { return x.generation < y.generation }

@@ -153,21 +153,37 @@ final class ExternalSorter {
             entries = []
             return
         }
-        if !entries.isEmpty { runs.append(try ExternalSorter.writeRun(arena, entries, directory: directory)) }
+        // The pairs still in memory are sorted and merged from memory: writing them out as one more run only to
+        // read them back would cost a round trip through the file system on the single-threaded tail of a build.
+        ExternalSorter.sort(&entries, in: arena)
+        let (memory, sorted) = (arena, entries)
         arena = []
         entries = []
         var readers = runs.map { RunReader(file: $0) }
         for i in readers.indices { try readers[i].advance() }
-        while true {
-            var best = -1
-            for i in readers.indices where readers[i].hasPair {
-                if best < 0 || compareArrays(readers[i].key, readers[best].key) < 0 { best = i }
+        var next = 0  // the next in-memory pair
+        try memory.withUnsafeBytes { a in
+            while true {
+                var best = -1
+                for i in readers.indices where readers[i].hasPair {
+                    if best < 0 || compareArrays(readers[i].key, readers[best].key) < 0 { best = i }
+                }
+                if next < sorted.count {
+                    let e = sorted[next]
+                    let k = e.start, v = e.start + Int(e.keyLength)
+                    let key = UnsafeRawBufferPointer(rebasing: a[k..<v])
+                    if best < 0 || readers[best].key.withUnsafeBytes({ compareBytes(key, $0) }) < 0 {
+                        try body(key, UnsafeRawBufferPointer(rebasing: a[v..<(v + Int(e.valueLength))]))
+                        next += 1
+                        continue
+                    }
+                }
+                guard best >= 0 else { break }
+                try readers[best].key.withUnsafeBytes { k in
+                    try readers[best].value.withUnsafeBytes { v in try body(k, v) }
+                }
+                try readers[best].advance()
             }
-            guard best >= 0 else { break }
-            try readers[best].key.withUnsafeBytes { k in
-                try readers[best].value.withUnsafeBytes { v in try body(k, v) }
-            }
-            try readers[best].advance()
         }
         for run in runs { fclose(run) }
         runs = []
@@ -215,9 +231,9 @@ private struct RunReader {
         }
     }
 
-    mutating func read(_ n: Int) throws -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(n)
+    /// Replaces `out` with the next `n` bytes (reusing its storage: no allocation per pair).
+    mutating func read(_ n: Int, into out: inout [UInt8]) throws {
+        out.removeAll(keepingCapacity: true)
         while out.count < n {
             if position == filled {
                 filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
@@ -228,7 +244,6 @@ private struct RunReader {
             out.append(contentsOf: buffer[position..<(position + take)])
             position += take
         }
-        return out
     }
 
     mutating func advance() throws {
@@ -237,8 +252,15 @@ private struct RunReader {
             return
         }
         guard let v = try varint() else { throw SofaError(.ioError, "a sort run ends inside a pair") }
-        key = try read(Int(k))
-        value = try read(Int(v))
+        // Swapped out so that `read` gets uniquely referenced storage to refill in place.
+        var bytes = key
+        key = []
+        try read(Int(k), into: &bytes)
+        key = bytes
+        bytes = value
+        value = []
+        try read(Int(v), into: &bytes)
+        value = bytes
         hasPair = true
     }
 }

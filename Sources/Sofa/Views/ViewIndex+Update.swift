@@ -188,8 +188,10 @@ extension ViewIndex {
                 for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
             }
         })
-        let rowsBuilder = TreeBuilder(file: storage, configuration: rowsConfiguration)
-        try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
+        // Merging on this thread, bulk loading (leaf encoding, LZ4, writes) on another.
+        let rowsBuilder = BackgroundTreeBuilder(TreeBuilder(file: storage, configuration: rowsConfiguration))
+        defer { rowsBuilder.drain() }
+        try sorter.finish { key, value in rowsBuilder.add(key: key, value: value) }
         let rows = try rowsBuilder.finish()
         try commit(rows: rows, backIndex: try backBuilder.finish(),
                    groups: try buildGroups(rows: rows, levels: header.groupLevels), header: header)

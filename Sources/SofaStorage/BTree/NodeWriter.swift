@@ -10,10 +10,15 @@ package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
+    /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
+    /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
+    /// leaf on the single-threaded tail of an index build to do it.
+    private let cachesLeaves: Bool
 
-    package init(file: StorageFile, configuration: BTreeConfiguration) {
+    package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
         self.file = file
         self.configuration = configuration
+        self.cachesLeaves = cachesLeaves
     }
 
     /// Bytes one leaf entry takes in a node payload.
@@ -31,20 +36,28 @@ package struct NodeWriter {
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
     ) throws -> ChildEntry {
         precondition(!entries.isEmpty)
-        scratch.removeAll(keepingCapacity: true)
-        scratch.appendVarint(UInt64(entries.count))
-        for e in entries {
-            scratch.appendLengthPrefixed(e.key)
-            scratch.appendLengthPrefixed(e.value)
-        }
-        let reduction = try configuration.reducer?.reduce(entries) ?? []
+        let reduction = try encodeLeaf(entries, into: &scratch)
         let (offset, length) = try scratch.withUnsafeBytes {
             try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
         }
-        try cacheWrittenNode(at: offset, length: length, kind: .leaf)
+        if cachesLeaves { try cacheWrittenNode(at: offset, length: length, kind: .leaf) }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
+    /// encoding half of ``writeLeaf(_:)``, for callers that frame and append chunks themselves.
+    package func encodeLeaf(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], into payload: inout [UInt8]
+    ) throws -> [UInt8] {
+        payload.removeAll(keepingCapacity: true)
+        payload.appendVarint(UInt64(entries.count))
+        for e in entries {
+            payload.appendLengthPrefixed(e.key)
+            payload.appendLengthPrefixed(e.value)
+        }
+        return try configuration.reducer?.reduce(entries) ?? []
     }
 
     /// Writes one inner node over `children` (ascending, at least one) and returns its entry for the parent.

@@ -371,6 +371,17 @@ public final class StorageFile: @unchecked Sendable {
         return (offset, length)
     }
 
+    /// Appends a chunk framed elsewhere with ``Chunk/append(kind:payload:compressor:to:)`` — on another thread, so
+    /// that several chunks compress at once — and returns its offset and length. Framing does not depend on
+    /// where a chunk lands, so the bytes are those ``append(kind:payload:compress:)`` would have written.
+    package func append(framed chunk: UnsafeRawBufferPointer) throws -> (offset: UInt64, length: Int) {
+        try checkWritable()
+        let offset = flushedEnd.load(ordering: .relaxed) + UInt64(pending.count)
+        pending.append(contentsOf: chunk)
+        if pending.count >= StorageFile.flushThreshold { try flushPending() }
+        return (offset, chunk.count)
+    }
+
     /// Writes buffered chunks to the file. A failed write discards everything uncommitted, so the file can
     /// take new commits once the cause (a full disk) is gone.
     private func flushPending() throws {
