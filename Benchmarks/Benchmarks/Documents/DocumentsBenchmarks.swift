@@ -44,12 +44,9 @@ func tearDown() {
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Microbenchmarks.configuration
-    var commitConfiguration = Microbenchmarks.configuration
-    commitConfiguration.scalingFactor = .one
-    commitConfiguration.timeUnits = .microseconds
 
     var next = 0
-    Benchmark("Documents.put.batched1000") { benchmark in
+    Benchmark("Documents.put.batched1000", configuration: Microbenchmarks.fixed(iterations: 20)) { benchmark in
         guard let database else { return }
         try database.inBatch {
             for _ in benchmark.scaledIterations {
@@ -59,7 +56,8 @@ let benchmarks: @Sendable () -> Void = {
         }
     } setup: { setUpEmpty() } teardown: { tearDown() }
 
-    Benchmark("Documents.put.single", configuration: commitConfiguration) { _ in
+    Benchmark("Documents.put.single",
+              configuration: Microbenchmarks.fixed(iterations: 100, scalingFactor: .one, timeUnits: .microseconds)) { _ in
         guard let database else { return }
         try database.put(putBodies[next % putBodies.count], id: Tracks.trackID(next))
         next += 1

@@ -49,9 +49,7 @@ func tearDown() {
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Microbenchmarks.configuration
-    var wholeConfiguration = Microbenchmarks.configuration
-    wholeConfiguration.scalingFactor = .one
-    wholeConfiguration.timeUnits = .microseconds
+    let wholeConfiguration = Microbenchmarks.pass()
 
     Benchmark("Query.range.20rows.100k") { benchmark in
         guard let view = hierarchy else { return }

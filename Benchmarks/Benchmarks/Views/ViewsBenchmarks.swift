@@ -42,13 +42,8 @@ func tearDown() {
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Microbenchmarks.configuration
-    var buildConfiguration = Microbenchmarks.configuration
-    buildConfiguration.scalingFactor = .one
-    buildConfiguration.timeUnits = .milliseconds
-    buildConfiguration.maxDuration = .seconds(5)
-    buildConfiguration.maxIterations = 10
-
-    Benchmark("Views.build.100k", configuration: buildConfiguration) { benchmark in
+    Benchmark("Views.build.100k",
+              configuration: Microbenchmarks.fixed(iterations: 3, scalingFactor: .one, timeUnits: .milliseconds)) { benchmark in
         guard let view = hierarchy else { return }
         try view.deleteIndex()
         benchmark.startMeasurement()
@@ -59,7 +54,7 @@ let benchmarks: @Sendable () -> Void = {
 
     var random = SeededRandom(seed: 10)
     var round = 0
-    Benchmark("Views.update.incremental.1000") { benchmark in
+    Benchmark("Views.update.incremental.1000", configuration: Microbenchmarks.fixed(iterations: 5)) { benchmark in
         guard let database, let view = hierarchy else { return }
         round += 1
         try database.inBatch {
