@@ -5,6 +5,7 @@
 #   Benchmarks/plot/scaling.sh 100000 1000000          some N only
 #   SCALING_ENGINES=sofa,lmdb Benchmarks/plot/scaling.sh 10000000    some engines only (merged into that N's CSV)
 #   Benchmarks/plot/scaling.sh --plot-only             re-render the plots from the CSVs already there
+#   SCALING_NO_BUILD=1 ...                              skip `swift build` (use .build/release/sofa-compare as is)
 #
 # Writes Benchmarks/plots/scaling-N.csv (sofa-compare's rows workload,engine,n,metric,value,unit, plus a
 # comment line with the command, UTC time and load average) and, from every scaling-*.csv present,
@@ -28,7 +29,8 @@ command -v gnuplot >/dev/null || { echo "scaling: gnuplot is missing (bash tools
 mkdir -p "$out"
 
 if [ $plot_only -eq 0 ]; then
-    (cd "$bench" && swift build -c release --product sofa-compare >&2)
+    # SCALING_NO_BUILD=1 uses the sofa-compare already built (while another SwiftPM command holds .build).
+    [ "${SCALING_NO_BUILD:-0}" = 1 ] || (cd "$bench" && swift build -c release --product sofa-compare >&2)
     for n in "$@"; do
         "$bench/data/generate.sh" "$n" >&2
         args=(--n "$n" --csv --no-cold)
@@ -83,7 +85,7 @@ plot_panel() {  # title ylabel workload metric
     (IFS=,; echo "plot ${parts[*]}")
 }
 
-common="set terminal pngcairo size 1500,900 font ',10'; set logscale xy; set grid;
+common="set terminal pngcairo size 1500,900 font ',10' noenhanced; set logscale xy; set grid;
 set xlabel 'N (documents)'; set format x '%.0s%c'; set key top left; set style line 1 lw 2;"
 
 {
@@ -97,7 +99,7 @@ set xlabel 'N (documents)'; set format x '%.0s%c'; set key top left; set style l
 } | gnuplot
 
 {
-    echo "$common set terminal pngcairo size 1200,500 font ',10'; set output '$out/size.png'"
+    echo "$common set terminal pngcairo size 1200,500 font ',10' noenhanced; set output '$out/size.png'"
     echo "set multiplot layout 1,2 title 'sofa-compare: size on disk after W1, peak RSS (lower is better)'"
     plot_panel 'size on disk after W1 (st_size, all files)' 'MiB' W1 'size on disk (st_size)'
     plot_panel 'peak RSS of the engine process (includes the loaded data set)' 'MiB' RSS peak
@@ -105,7 +107,7 @@ set xlabel 'N (documents)'; set format x '%.0s%c'; set key top left; set style l
 } | gnuplot
 
 {
-    echo "$common set terminal pngcairo size 1200,500 font ',10'; set output '$out/latency.png'"
+    echo "$common set terminal pngcairo size 1200,500 font ',10' noenhanced; set output '$out/latency.png'"
     echo "set multiplot layout 1,2 title 'sofa-compare: W2 latency per query, 20 rows (lower is better)'"
     plot_panel 'W2 p50' 'µs' W2 p50
     plot_panel 'W2 p99' 'µs' W2 p99

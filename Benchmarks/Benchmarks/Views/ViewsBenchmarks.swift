@@ -43,7 +43,8 @@ func tearDown() {
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = Microbenchmarks.configuration
     Benchmark("Views.build.100k",
-              configuration: Microbenchmarks.fixed(iterations: 3, scalingFactor: .one, timeUnits: .milliseconds)) { benchmark in
+              configuration: Microbenchmarks.fixed(iterations: 3, scalingFactor: .one, timeUnits: .milliseconds,
+                                                   parallel: true)) { benchmark in
         guard let view = hierarchy else { return }
         try view.deleteIndex()
         benchmark.startMeasurement()
@@ -54,7 +55,8 @@ let benchmarks: @Sendable () -> Void = {
 
     var random = SeededRandom(seed: 10)
     var round = 0
-    Benchmark("Views.update.incremental.1000", configuration: Microbenchmarks.fixed(iterations: 5)) { benchmark in
+    Benchmark("Views.update.incremental.1000",
+              configuration: Microbenchmarks.fixed(iterations: 5, parallel: true)) { benchmark in
         guard let database, let view = hierarchy else { return }
         round += 1
         try database.inBatch {
