@@ -74,7 +74,9 @@ let benchmarks: @Sendable () -> Void = {
         scratch = directory
         readFile = orFail("StorageBenchmarks: write the chunks to read") {
             let file = try StorageFile(path: directory.path + "/read.sofa", options: StorageOptions(durability: .none))
-            let offsets = try payloads.map { p in try p.withUnsafeBytes { try file.append(kind: .leaf, payload: $0, compress: true).offset } }
+            let offsets = try payloads.map { payload in
+                try payload.withUnsafeBytes { try file.append(kind: .leaf, payload: $0, compress: true).offset }
+            }
             try file.commit(roots: [], metadata: [])
             return (file, offsets)
         }
