@@ -30,7 +30,7 @@ release: setup
 BENCH_SCALING_N ?= 100000 1000000 10000000
 bench: setup
 	bash tools/setup.sh gnuplot-nox
-	Benchmarks/data/generate.sh 100000 1000000 $(BENCH_SCALING_N)
+	Benchmarks/data/generate.sh $(sort 100000 1000000 $(BENCH_SCALING_N))
 	cd Benchmarks && swift package benchmark --no-progress
 	cd Benchmarks && swift package benchmark thresholds check --metric mallocCountTotal --metric mallocBytesCount --no-progress
 	cd Benchmarks && swift run -c release sofa-compare --n 100000 --repeat 3
