@@ -28,11 +28,27 @@ build: setup
 release: setup
 	swift build -c release
 
+# The whole benchmark suite (Benchmarks/README.md): every microbenchmark, their malloc counts against
+# Benchmarks/Thresholds/, sofa-compare's tables at 100k and 1M (3 runs each), and the scaling run (sofa-compare
+# --csv at 100k, 1M and 10M, plotted into Benchmarks/plots/; 10M needs ~2.4 GB of data and takes a while).
+# Only this target installs gnuplot (for the plots).
+BENCH_SCALING_N ?= 100000 1000000 10000000
 bench: setup
-	cd Benchmarks && swift package benchmark
+	bash tools/setup.sh gnuplot-nox
+	Benchmarks/data/generate.sh $(sort 100000 1000000 $(BENCH_SCALING_N))
+	cd Benchmarks && swift package benchmark --no-progress
+	cd Benchmarks && swift package benchmark thresholds check --metric mallocCountTotal --metric mallocBytesCount --no-progress
+	cd Benchmarks && swift run -c release sofa-compare --n 100000 --repeat 3
+	cd Benchmarks && swift run -c release sofa-compare --n 1000000 --repeat 3
+	Benchmarks/plot/scaling.sh $(BENCH_SCALING_N)
 
+# A subset in under two minutes on a quiet machine once built: one or more microbenchmarks per layer, shortened
+# (SOFA_BENCH_QUICK=1), and sofa-compare at 100k without the cold-cache W7.
+BENCH_QUICK_FILTER = JSON.parse.track|Collation.encode.hierarchyKey|Storage.*|BTree.(get|reduce|scan).*|Documents.get.*|Views.update.*|Query.(range|group.level1).*
 bench-quick: setup
-	cd Benchmarks && swift package benchmark --filter 'JSON.*|Collation.*'
+	Benchmarks/data/generate.sh 100000
+	cd Benchmarks && SOFA_BENCH_QUICK=1 swift package benchmark --no-progress --filter '$(BENCH_QUICK_FILTER)'
+	cd Benchmarks && swift run -c release sofa-compare --n 100000 --no-cold
 
 clean:
 	rm -rf .build .build-* Benchmarks/.build

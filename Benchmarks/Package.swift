@@ -46,11 +46,19 @@ let package = Package(
             swiftSettings: releaseTuning),
         .target(
             name: "MicrobenchmarkSupport",
-            dependencies: [.product(name: "Benchmark", package: "package-benchmark")]),
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Sofa", package: "Sofa"),
+            ]),
         // One microbenchmark target per layer, named `<Layer>Benchmarks` (a module named `JSON` would shadow
         // Sofa's `JSON` type) in `Benchmarks/<Layer>/`, where package-benchmark's plugin looks for them.
         microbenchmarks("JSON"),
         microbenchmarks("Collation"),
+        microbenchmarks("Storage"),
+        microbenchmarks("BTree"),
+        microbenchmarks("Documents"),
+        microbenchmarks("Views"),
+        microbenchmarks("Query"),
     ]
 )
 
@@ -62,6 +70,7 @@ func microbenchmarks(_ layer: String) -> Target {
             "MicrobenchmarkSupport",
             .product(name: "Benchmark", package: "package-benchmark"),
             .product(name: "Sofa", package: "Sofa"),
+            .product(name: "SofaStorage", package: "Sofa"),
         ],
         path: "Benchmarks/\(layer)",
         plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")])

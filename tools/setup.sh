@@ -4,9 +4,12 @@
 #
 #   liblz4-dev     page compression            libicu-dev      string collation (ICU root collator)
 #   pkg-config     how SwiftPM finds them      liblmdb-dev, libsqlite3-dev   the peers in Benchmarks/
+#
+# Extra packages a target needs on top of these are named as arguments, e.g. `bash tools/setup.sh gnuplot-nox`
+# (the benchmark plots: only `make bench`/`bench-quick` ask for it, so `make test` never installs it).
 set -euo pipefail
 
-packages=(pkg-config liblz4-dev libicu-dev liblmdb-dev libsqlite3-dev)
+packages=(pkg-config liblz4-dev libicu-dev liblmdb-dev libsqlite3-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

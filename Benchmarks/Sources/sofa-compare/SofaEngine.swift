@@ -14,10 +14,10 @@ final class SofaEngine: Engine {
             "durability full" + (formatVersion.map { ", format version \($0)" } ?? "")
     }
 
-    /// Node size and compression can be varied for the tuning runs in BENCHMARKS.md (`SOFA_NODE_SIZE`,
-    /// `SOFA_COMPRESS=0`); the defaults are the engine's own.
+    /// Node size, compression and the node cache's size can be varied for the tuning runs in BENCHMARKS.md
+    /// (`SOFA_NODE_SIZE`, `SOFA_COMPRESS=0`, `SOFA_CACHE_MB`); the defaults are the engine's own, 256 MiB of cache.
     static let nodeSize = getenv("SOFA_NODE_SIZE").flatMap { Int(String(cString: $0)) } ?? BTreeConfiguration().nodeSize
-    static let cacheBytes = 256 << 20
+    static let cacheBytes = (getenv("SOFA_CACHE_MB").flatMap { Int(String(cString: $0)) } ?? 256) << 20
 
     private let file: StorageFile
     private let path: String
