@@ -86,8 +86,10 @@ extension DocumentFile {
         let tempPath = finalPath + Database.compactionSuffix
         try? system.unlink(tempPath)
         // Always synced: a rename that survives a power loss must not point at data that did not.
-        let tempOptions = StorageOptions(readOnly: false, durability: .full, create: true,
+        var tempOptions = StorageOptions(readOnly: false, durability: .full, create: true,
                                          fileKind: DocumentFile.fileKind, nodeCacheBytes: 1 << 20)
+        // The copy keeps the file's format version, so builds that read only version 1 still open it (§12).
+        tempOptions.formatVersion = oldFile.formatVersion
         var temp: StorageFile?
         do {
             let file = try StorageFile(path: tempPath, options: tempOptions, system: system)

@@ -52,6 +52,9 @@ import Testing
         #expect(try query.run().map { $0.documentID ?? "?" } == ["track-01", "track-06", "track-11", "track-16",
                                                                     "track-21", "track-26"])
         try db.compact()
+        // Compaction keeps the storage format version: builds that read only version 1 still open the copy.
+        #expect(db.documents.storage.formatVersion == 1)
+        #expect(try #require(try byYear.index()).storage.formatVersion == 1)
         expectSound(db)
         expectSound(byYear)
         try db.close()

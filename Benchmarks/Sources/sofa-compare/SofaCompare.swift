@@ -53,7 +53,7 @@ struct SofaCompare: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache (engines suite).")
     var cold = true
 
-    @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine.")
+    @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine and round (5 interleaved rounds, or --repeat R when R > 1).")
     var commits = 2_000
 
     @Option(help: .hidden)
@@ -73,6 +73,9 @@ struct SofaCompare: ParsableCommand {
         if selectedWorkloads.contains("C1") && selectedWorkloads.count > 1 {
             throw ValidationError("C1 runs alone: --workloads C1")
         }
+        if selectedWorkloads == ["C1"] && csv {
+            throw ValidationError("C1 prints its own latency table; --csv is not supported with it")
+        }
         for name in selectedEngines where !suiteEngines.contains(name) {
             throw ValidationError("unknown engine \(name); available: \(suiteEngines.joined(separator: ", "))")
         }
@@ -85,7 +88,7 @@ struct SofaCompare: ParsableCommand {
             let scratch = try ScratchDirectory(path: db)
             defer { scratch.removeContents(engines: selectedEngines.map { "c1-" + $0 }) }
             print(try CommitLatency.run(data: try DataSet.load(from: dataDirectory), engines: selectedEngines,
-                                        scratch: scratch.path, commits: commits, rounds: 5))
+                                        scratch: scratch.path, commits: commits, rounds: `repeat` > 1 ? `repeat` : 5))
         } else {
             try runParent()
         }

@@ -105,8 +105,10 @@ extension View {
         let system = database.system
         let tempPath = compactionPath
         try? system.unlink(tempPath)
-        let options = StorageOptions(readOnly: false, durability: .full, create: true, fileKind: ViewIndex.fileKind,
+        var options = StorageOptions(readOnly: false, durability: .full, create: true, fileKind: ViewIndex.fileKind,
                                      nodeCacheBytes: 1 << 20)
+        // The copy keeps the file's storage format version (FORMAT.md §12).
+        options.formatVersion = index.storage.formatVersion
         var temp: StorageFile?
         do {
             let file = try StorageFile(path: tempPath, options: options, system: system)

@@ -410,10 +410,16 @@ public final class StorageFile: @unchecked Sendable {
         nodeCache.removeAll(atOrAbove: committed)
         if flushedEnd.load(ordering: .relaxed) > committed {
             flushedEnd.store(committed, ordering: .releasing)
-            try? system.ftruncate(fd, length: Int64(committed))
             // Durably: a later one-sync commit must write where the disk holds nothing, so that a write of it
-            // lost to a power cut reads as zeros (FORMAT.md §6).
-            if options.durability == .full { try? system.fdatasync(fd) }
+            // lost to a power cut reads as zeros (FORMAT.md §6). When the cut or its sync fails, the discarded
+            // bytes may still be on disk under the next commit: the file refuses writes until reopened (the
+            // open's recovery cuts the tail again), rather than risk a torn commit passing for a bit flip.
+            do {
+                try system.ftruncate(fd, length: Int64(committed))
+                if options.durability == .full { try system.fdatasync(fd) }
+            } catch {
+                if failure == nil { failure = StorageFile.error(error, path: path) }
+            }
             allocatedEnd = committed
         }
     }
