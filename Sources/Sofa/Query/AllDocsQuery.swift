@@ -32,9 +32,7 @@ extension Query {
                 try scanBySequence(source, into: &collector)
             } else {
                 let range = try idRange()
-                // A scan without a limit reads every leaf of its range: decode the coming ones on another thread.
-                try snapshot.byID.forEachEntry(in: range, descending: descending, skip: UInt64(treeSkip),
-                                               readAhead: limit == nil) { leaf, i in
+                try snapshot.byID.forEachEntry(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, i in
                     try offerEntry(leaf: leaf, index: i, source: source, to: &collector)
                 }
             }

@@ -122,24 +122,19 @@ public struct BTree: Sendable {
 
     /// ``forEach(in:descending:skip:_:)`` handing out each row as its leaf and index, for callers that keep
     /// rows undecoded (holding the node keeps its bytes valid) instead of copying them.
-    ///
-    /// With `readAhead`, the leaves under each inner node the scan enters are decoded into the node cache on
-    /// another thread while `body` runs on this one (``LeafReadAhead``): for long scans whose leaves are not
-    /// cached, which then find them decompressed. Nothing of it outlives the call.
     package func forEachEntry(
-        in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0, readAhead: Bool = false,
+        in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
         _ body: (_ leaf: Node, _ index: Int) throws -> Bool
     ) throws {
         guard let root, !range.isEmpty else { return }
         var toSkip = skip
-        _ = try visit(root.offset, low: nil, range: range, descending: descending, skip: &toSkip,
-                      readAhead: readAhead, body)
+        _ = try visit(root.offset, low: nil, range: range, descending: descending, skip: &toSkip, body)
     }
 
     /// Returns false when `body` asked to stop.
     private func visit(
         _ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange, descending: Bool, skip: inout UInt64,
-        readAhead: Bool = false, _ body: (Node, Int) throws -> Bool
+        _ body: (Node, Int) throws -> Bool
     ) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
@@ -165,19 +160,8 @@ public struct BTree: Sendable {
         guard let span = childSpan(node, range) else { return true }
         let step = descending ? -1 : 1
         var i = descending ? span.upperBound : span.lowerBound
-        // Only over leaves, and not while skipping (skipped children are passed by their counts, unread).
-        var ahead: LeafReadAhead?
-        if readAhead && skip == 0 && span.count > 2, try self.node(at: node.childOffset(i)).isLeaf {
-            let rest = stride(from: i + step, through: descending ? span.lowerBound : span.upperBound, by: step)
-            ahead = LeafReadAhead(tree: self, offsets: rest.map { node.childOffset($0) })
-        }
-        defer { ahead?.finish() }
-        let start = i
         while span.contains(i) {
-            defer {
-                i += step
-                ahead?.reached(abs(i - start))  // the child about to be visited, read here
-            }
+            defer { i += step }
             let childLow = i == 0 ? low : node.key(i - 1)
             let placement = placement(ofChild: i, in: node, span: span, low: childLow, range: range)
             switch placement {
@@ -186,7 +170,7 @@ public struct BTree: Sendable {
                 skip -= node.childRowCount(i)
             case .inside, .partial:
                 if try !visit(node.childOffset(i), low: childLow, range: range, descending: descending,
-                              skip: &skip, readAhead: readAhead, body) {
+                              skip: &skip, body) {
                     return false
                 }
             }
