@@ -17,13 +17,14 @@ extension Query {
         // Without a filter, every by-ID row is output in includeDeleted mode, so the tree skips with its
         // stored counts instead of reading the skipped rows.
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
-        var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter)
+        var collector = RowCollector(skip: skip - treeSkip, limit: limit, filter: postFilter,
+                                     store: RowStore(source: source, keyIsSequence: allDocsMode == .bySequence))
         // A whole-index scan's size is known from the stored counts; a range's is not, so it grows as it goes.
         // Without a post filter every counted row is kept, so the whole count is reserved at once (growing a
         // million-row array by doubling copies it ~4 times over); with one, at most 64 Ki rows up front.
         let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(clamping: total) : 0)
         let reserved = postFilter == nil ? expected : min(expected, 1 << 16)
-        collector.rows.reserveCapacity(min(limit ?? Int.max, reserved))
+        collector.store.reserveCapacity(min(limit ?? Int.max, reserved))
         if !collector.isFull {
             if let keys {
                 try lookUp(keys, in: source, into: &collector)
@@ -32,12 +33,11 @@ extension Query {
             } else {
                 let range = try idRange()
                 try snapshot.byID.forEachEntry(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, i in
-                    guard let row = try makeRow(leaf: leaf, index: i, source: source) else { return true }
-                    return collector.offer(row)
+                    try offerEntry(leaf: leaf, index: i, source: source, to: &collector)
                 }
             }
         }
-        return QueryEnumerator(rows: collector.rows, sequenceNumber: snapshot.lastSequence, totalRows: Int(total),
+        return QueryEnumerator(store: collector.store, sequenceNumber: snapshot.lastSequence, totalRows: Int(total),
                                database: database)
     }
 
@@ -86,65 +86,66 @@ extension Query {
         let range = KeyRange(lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: lowInclusive) },
                              upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: highInclusive) })
         try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
-            guard let row = try sequenceRow(idBytes: id, source: source) else { return true }
-            return collector.offer(row)
+            try offerSequenceEntry(idBytes: id, source: source, to: &collector)
         }
     }
 
-    private func sequenceRow(idBytes: UnsafeRawBufferPointer, source: RowSource) throws -> QueryRow? {
+    /// Offers the by-ID entry of the ID a by-sequence entry names.
+    private func offerSequenceEntry(idBytes: UnsafeRawBufferPointer, source: RowSource,
+                                    to collector: inout RowCollector) throws -> Bool {
         guard let entry = try source.snapshot.byID.value(for: idBytes) else {
             throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
                             path: source.snapshot.path)
         }
-        return try makeRow(leaf: entry.node, index: entry.index, source: source)
+        return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
     }
 
     /// Rows for the listed keys, in the order given (reversed when descending).
     private func lookUp(_ keys: [JSON], in source: RowSource, into collector: inout RowCollector) throws {
         let snapshot = source.snapshot
         for key in descending ? keys.reversed() : keys {
-            let row: QueryRow?
+            let more: Bool
             if allDocsMode == .bySequence {
                 let sequence = try Query.sequenceNumber(key)!
                 guard let id = try snapshot.bySequence.get(DocumentFile.sequenceKey(sequence)) else { continue }
-                row = try id.withUnsafeBytes { try sequenceRow(idBytes: $0, source: source) }
+                more = try id.withUnsafeBytes { try offerSequenceEntry(idBytes: $0, source: source, to: &collector) }
             } else {
                 let id = try Query.idBytes(key)!
-                row = try id.withUnsafeBytes { idBytes in
-                    try snapshot.byID.value(for: idBytes).flatMap { entry in
-                        try makeRow(leaf: entry.node, index: entry.index, source: source)
-                    }
+                more = try id.withUnsafeBytes { idBytes in
+                    guard let entry = try snapshot.byID.value(for: idBytes) else { return true }
+                    return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
                 }
             }
-            if let row, !collector.offer(row) { return }
+            if !more { return }
         }
     }
 
-    /// The row for by-ID entry `index` of `leaf`, or nil when the mode leaves the document out. The entry's
-    /// summary is decoded (and so checked) now; the row decodes its ID, key and document only when asked.
-    private func makeRow(leaf: Node, index: Int, source: RowSource) throws -> QueryRow? {
+    /// Offers the row for by-ID entry `index` of `leaf` unless the mode leaves the document out; returns false
+    /// once the collector is full. The entry's summary is decoded (and so checked) now; the row decodes its ID,
+    /// key and document only when asked.
+    private func offerEntry(leaf: Node, index: Int, source: RowSource,
+                            to collector: inout RowCollector) throws -> Bool {
         let entry = leaf.value(index)
         let summary = try RecordSummary(decoding: entry, path: source.snapshot.path)
         switch allDocsMode {
         case .allDocs, .bySequence:
-            if summary.isDeleted { return nil }
+            if summary.isDeleted { return true }
         case .includeDeleted:
             break
         case .showConflicts, .onlyConflicts:
-            if summary.isDeleted || (allDocsMode == .onlyConflicts && !summary.isConflicted) { return nil }
+            if summary.isDeleted || (allDocsMode == .onlyConflicts && !summary.isConflicted) { return true }
             if summary.isConflicted {
                 // The conflict list needs the whole revision tree: such rows are built in full.
                 let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
                 let conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
                 let id = String(decoding: leaf.key(index), as: UTF8.self)
                 let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: false)
-                return QueryRow(key: .string(id), value: value, documentID: id, sourceDocumentID: id,
-                                sequenceNumber: summary.sequence, conflictingRevisions: conflicts, source: source)
+                return collector.offer(QueryRow(key: .string(id), value: value, documentID: id, sourceDocumentID: id,
+                                                sequenceNumber: summary.sequence, conflictingRevisions: conflicts,
+                                                source: source))
             }
         }
-        let row = QueryRow.Entry(leaf: leaf, index: index, summary: summary,
-                                 keyIsSequence: allDocsMode == .bySequence)
-        return QueryRow(entry: row, source: source)
+        return collector.offer(leaf: leaf, index: index)
     }
 }
 
@@ -153,15 +154,28 @@ struct RowCollector {
     var toSkip: Int
     let limit: Int?
     let filter: (@Sendable (QueryRow) -> Bool)?
-    var rows: [QueryRow] = []
+    var store: RowStore
 
-    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?) {
+    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?, store: RowStore = RowStore()) {
         self.toSkip = skip
         self.limit = limit
         self.filter = filter
+        self.store = store
     }
 
-    var isFull: Bool { limit.map { rows.count >= $0 } ?? false }
+    var isFull: Bool { limit.map { store.count >= $0 } ?? false }
+
+    /// Takes by-ID entry `index` of `leaf` if its row passes, keeping only a reference to it; returns false
+    /// once the limit is reached.
+    mutating func offer(leaf: Node, index: Int) -> Bool {
+        if let filter, !filter(store.entryRow(leaf: leaf, index: index)) { return true }
+        if toSkip > 0 {
+            toSkip -= 1
+            return true
+        }
+        store.append(leaf: leaf, index: index)
+        return !isFull
+    }
 
     /// Takes a row if it passes; returns false once the limit is reached. The row is consumed, so a scan's
     /// row moves into the result instead of being copied and destroyed (a retain/release pair per field).
@@ -171,7 +185,7 @@ struct RowCollector {
             toSkip -= 1
             return true
         }
-        rows.append(consume row)
+        store.append(row)
         return !isFull
     }
 }

@@ -66,7 +66,7 @@ extension Query {
                 treeSkip = min(collector.toSkip, count)
                 collector.toSkip -= treeSkip
             }
-            collector.rows.reserveCapacity(collector.rows.count + min(count - treeSkip, collector.limit ?? .max) + 1)
+            collector.store.reserveCapacity(collector.store.count + min(count - treeSkip, collector.limit ?? .max) + 1)
             var more = true
             try snapshot.groups.forEach(in: between, descending: descending, skip: UInt64(treeSkip)) { _, value in
                 let aggregate = try GroupAggregate(value)

@@ -70,7 +70,7 @@ extension Query {
                 try reduceGroups(snapshot.rows, ranges, reducer, into: &collector)
             }
         }
-        var rows = collector.rows
+        var rows = collector.store.rows
         if sorting { rows = Query.page(Query.sorted(rows, by: sortDescriptors), skip: skip, limit: limit) }
         return QueryEnumerator(rows: rows, sequenceNumber: snapshot.header.lastSequence,
                                totalRows: Int(snapshot.rows.rowCount), database: database)

@@ -17,17 +17,26 @@ public struct QueryRow: Sendable, Equatable {
         let id: RevisionID
     }
 
-    /// An all-documents row as its by-ID entry: the leaf holding it (which keeps its bytes alive), its index
-    /// and the summary validated when the row was made. The ID, key and document are decoded when asked for,
-    /// so a scan builds no strings or values nobody reads.
+    /// An all-documents row as its by-ID entry: the leaf holding it (which keeps its bytes alive) and its
+    /// index. The ID, key, value and document are decoded when asked for, so a scan builds no strings or
+    /// values nobody reads.
     package struct Entry: Sendable {
         let leaf: Node
         let index: Int
-        let summary: RecordSummary
         /// Whether the key is the sequence (``AllDocsMode/bySequence``) rather than the ID.
         let keyIsSequence: Bool
 
         var documentID: String { String(decoding: leaf.key(index), as: UTF8.self) }
+
+        /// The entry's summary. The query decoded (and so checked) it when it took the row, from bytes the
+        /// immutable leaf still holds, so decoding it again cannot fail.
+        var summary: RecordSummary {
+            do {
+                return try RecordSummary(decoding: leaf.value(index), path: "")
+            } catch {
+                preconditionFailure("a by-ID entry checked by its query no longer decodes: \(error)")
+            }
+        }
     }
 
     /// The fields as given (view and reduced rows), or an entry read on demand (all-documents rows).
@@ -64,7 +73,9 @@ public struct QueryRow: Sendable, Equatable {
     package var storedValue: Value {
         switch fields {
         case .given(_, let value, _, _, _, _): return value
-        case .entry(let e): return .revision(RevisionIDBox(id: e.summary.winner), deleted: e.summary.isDeleted)
+        case .entry(let e):
+            let summary = e.summary
+            return .revision(RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
         }
     }
 

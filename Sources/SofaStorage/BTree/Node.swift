@@ -78,8 +78,14 @@ package final class Node: @unchecked Sendable {
         self.children = children
     }
 
-    /// Approximate memory held, for the cache's budget.
-    package var memoryCost: Int { (payload.isOwned ? payload.count : 0) + count * 40 + 160 }
+    /// Approximate memory held, for the cache's budget: the owned payload, the entry layout (16 bytes per
+    /// entry), inner nodes' child fields (24 more) and ~160 bytes of object and array headers. Counting a
+    /// leaf's entries at their real 16 bytes instead of an inner entry's 40 lets ~9 % more 8 KiB by-ID leaves
+    /// fit a given budget.
+    package var memoryCost: Int {
+        (payload.isOwned ? payload.count : 0) + count * MemoryLayout<Layout>.stride
+            + children.count * MemoryLayout<Child>.stride + 160
+    }
 
     /// The key of entry `i`. Valid while this node lives.
     package func key(_ i: Int) -> UnsafeRawBufferPointer {
