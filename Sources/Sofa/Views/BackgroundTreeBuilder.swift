@@ -1,5 +1,6 @@
 import Dispatch
 import SofaStorage
+import Synchronization
 
 /// A ``TreeBuilder`` fed from one thread and run on another: the caller's ascending pairs are copied into
 /// batches of about 1 MiB, and a serial queue adds each batch to the builder (leaf encoding, LZ4, writes) while
@@ -18,6 +19,7 @@ final class BackgroundTreeBuilder: @unchecked Sendable {
         var lengths: [(key: Int32, value: Int32)] = []
     }
 
+    /// Bytes of pairs copied into one batch before it is handed to the queue.
     static let batchBytes = 1 << 20
 
     private let builder: TreeBuilder
@@ -27,6 +29,8 @@ final class BackgroundTreeBuilder: @unchecked Sendable {
     private var batch = Batch()
     /// The builder's first error; touched only on `queue`.
     private var failure: (any Error)?
+    /// Set on `queue` when ``failure`` is, read by ``add(key:value:)`` so the caller stops early.
+    private let failed = Atomic<Bool>(false)
 
     /// Feeds `builder`, which nothing else uses until ``finish()`` returns.
     init(_ builder: TreeBuilder) {
@@ -36,7 +40,11 @@ final class BackgroundTreeBuilder: @unchecked Sendable {
 
     /// Adds the next pair (keys strictly ascending, as ``TreeBuilder/add(key:value:)`` requires; a violation is
     /// reported by ``finish()``).
-    func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    ///
+    /// - Throws: the builder's first error, as soon as the background queue has met one (so a failed write does
+    ///   not wait for the caller to stream every remaining row).
+    func add(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        if failed.load(ordering: .acquiring) { try queue.sync { if let failure { throw failure } } }
         batch.bytes.append(contentsOf: key)
         batch.bytes.append(contentsOf: value)
         batch.lengths.append((Int32(key.count), Int32(value.count)))
@@ -64,6 +72,7 @@ final class BackgroundTreeBuilder: @unchecked Sendable {
                 }
             } catch {
                 failure = error
+                failed.store(true, ordering: .releasing)
             }
         }
     }

@@ -191,7 +191,7 @@ extension ViewIndex {
         // Merging on this thread, bulk loading (leaf encoding, LZ4, writes) on another.
         let rowsBuilder = BackgroundTreeBuilder(TreeBuilder(file: storage, configuration: rowsConfiguration))
         defer { rowsBuilder.drain() }
-        try sorter.finish { key, value in rowsBuilder.add(key: key, value: value) }
+        try sorter.finish { key, value in try rowsBuilder.add(key: key, value: value) }
         let rows = try rowsBuilder.finish()
         try commit(rows: rows, backIndex: try backBuilder.finish(),
                    groups: try buildGroups(rows: rows, levels: header.groupLevels), header: header)
