@@ -171,6 +171,10 @@ public final class StorageFile: @unchecked Sendable {
                 try system.fdatasync(fd)
             } catch { throw StorageFile.error(error, path: path) }
             allocated = end
+        } else if !options.readOnly && UInt64(size) > end && options.durability == .full {
+            // The zero tail is kept: make sure the zeros, not whatever an earlier handle without syncs left
+            // there, are what the disk holds before a one-sync commit relies on it (FORMAT.md §6).
+            do { try system.fdatasync(fd) } catch { throw StorageFile.error(error, path: path) }
         }
         self.fd = fd
         self.fileKind = found.fileKind
