@@ -10,6 +10,7 @@ extension DocumentFile {
     /// each document's sequence has one by-sequence entry naming it, and there is no other entry.
     func verify(_ snapshot: DocumentSnapshot) -> [SofaError] {
         var problems: [SofaError] = []
+        if let problem = snapshot.storage.dataCheckProblem(of: snapshot.storage.latestCommit) { problems.append(problem) }
         problems += snapshot.byID.verify().problems
         problems += snapshot.bySequence.verify().problems
         func problem(_ message: String) { problems.append(SofaError(.corruption, message, path: path)) }

@@ -14,6 +14,7 @@ extension ViewIndex {
         do {
             let snapshot = try self.snapshot()
             commitOffset = Int(clamping: snapshot.commitOffset)
+            if let problem = storage.dataCheckProblem(of: storage.latestCommit) { problems.append(problem) }
             problems += snapshot.rows.verify().problems
             problems += snapshot.backIndex.verify().problems
             guard problems.isEmpty else { return problems }

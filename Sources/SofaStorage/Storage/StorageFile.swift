@@ -314,6 +314,26 @@ public final class StorageFile: @unchecked Sendable {
                             offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
     }
 
+    /// Recomputes `commit`'s data check (FORMAT.md §5: the CRC32C of its data bytes, recorded by a one-sync
+    /// commit) over the file as it is now; nil when it matches or the commit has none. Opening accepts a newest
+    /// commit whose check fails when the damage looks like a flipped bit rather than a lost write (§6), so
+    /// `verify` reports the mismatch here, naming the data's first offset.
+    public func dataCheckProblem(of commit: CommitHeader) -> SofaError? {
+        guard let check = commit.dataCheck else { return nil }
+        guard check.start <= commit.offset else {
+            return SofaError(.corruption, "commit \(commit.commitNumber)'s data check starts at \(check.start), " +
+                             "after its header", path: path, offset: Int(clamping: commit.offset))
+        }
+        let mapping: Mapping
+        do { mapping = try self.mapping(covering: commit.offset) } catch { return error as? SofaError ?? SofaError(.ioError, "\(error)", path: path) }
+        let data = UnsafeRawBufferPointer(start: mapping.base + Int(check.start), count: Int(commit.offset - check.start))
+        let crc = CRC32C.checksum(data)
+        if crc == check.crc { return nil }
+        return SofaError(.corruption, "commit \(commit.commitNumber)'s data check fails: CRC32C of bytes " +
+                         "\(check.start)..<\(commit.offset) is \(crc), its header records \(check.crc)",
+                         path: path, offset: Int(clamping: check.start))
+    }
+
     /// Drops this process's resident pages of the file's mapping; they stay in the OS page cache, and later
     /// reads fault them back in. A scan of a whole large file (a first view build) calls it now and then so
     /// that its resident set stays bounded by what it holds, not by the file's size.

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 @testable import Sofa
@@ -25,6 +28,33 @@ import Testing
 
     static func messages(_ db: Database) throws -> String {
         try db.verify().map(\.message).joined(separator: " | ")
+    }
+
+    /// A byte of the newest one-sync commit's data changed after it was written (FORMAT.md §5, §6): opening
+    /// would keep the commit (a flipped bit, not a lost write), so verify recomputes the data check and says so.
+    @Test func damagedDataOfTheNewestCommitFailsItsDataCheck() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-verify")
+        let db = try Self.database(dir)
+        try db.put(["n": 51], id: "last")
+        let commit = db.documents.storage.latestCommit
+        let check = try #require(commit.dataCheck, "a small commit records a data check")
+        #expect(try db.verify().isEmpty)
+        // Flip a bit in the middle of the commit's data through a second descriptor (the mapping sees it).
+        let at = Int(check.start + (commit.offset - check.start) / 2)
+        let fd = open(db.path + "/docs", O_RDWR)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        #expect(pread(fd, &byte, 1, at) == 1)
+        byte ^= 0x10
+        #expect(pwrite(fd, &byte, 1, at) == 1)
+        let problems = try db.verify()
+        let found = try #require(problems.first { $0.message.contains("data check fails") }, "\(problems)")
+        #expect(found.offset == Int(check.start) && found.path?.hasSuffix("docs") == true)
+        byte ^= 0x10
+        #expect(pwrite(fd, &byte, 1, at) == 1)
+        #expect(try db.verify().isEmpty)
+        try db.close()
     }
 
     @Test func missingAndStraySequenceEntriesAreFound() throws {
