@@ -84,28 +84,10 @@ extension DocumentFile {
         let oldFile = snapshot.storage
         let finalPath = oldFile.path
         let tempPath = finalPath + Database.compactionSuffix
-        try? system.unlink(tempPath)
-        // Always synced: a rename that survives a power loss must not point at data that did not.
-        var tempOptions = StorageOptions(readOnly: false, durability: .full, create: true,
-                                         fileKind: DocumentFile.fileKind, nodeCacheBytes: 1 << 20)
         // The copy keeps the file's format version, so builds that read only version 1 still open it (§12).
-        tempOptions.formatVersion = oldFile.formatVersion
-        var temp: StorageFile?
-        do {
-            let file = try StorageFile(path: tempPath, options: tempOptions, system: system)
-            temp = file
+        try StorageFile.writeReplacement(of: finalPath, through: tempPath, kind: DocumentFile.fileKind,
+                                         formatVersion: oldFile.formatVersion, system: system) { file in
             try copy(snapshot, into: file)
-            try file.close()
-            temp = nil
-            do {
-                try system.rename(tempPath, to: finalPath)
-            } catch {
-                throw StorageFile.error(error, path: tempPath)
-            }
-        } catch {
-            try? temp?.close()
-            try? system.unlink(tempPath)
-            throw error
         }
         // From here `docs` is the new, complete, synced file; the old one lives on only for open snapshots.
         var syncError: SofaError?

@@ -102,17 +102,9 @@ extension View {
     /// version with no group level), syncs and closes it, and renames it over the index file. On any failure
     /// the temporary file is removed and the index file is as it was.
     private func copy(_ snapshot: ViewSnapshot, configuration index: ViewIndex) throws {
-        let system = database.system
-        let tempPath = compactionPath
-        try? system.unlink(tempPath)
-        var options = StorageOptions(readOnly: false, durability: .full, create: true, fileKind: ViewIndex.fileKind,
-                                     nodeCacheBytes: 1 << 20)
         // The copy keeps the file's storage format version (FORMAT.md §12).
-        options.formatVersion = index.storage.formatVersion
-        var temp: StorageFile?
-        do {
-            let file = try StorageFile(path: tempPath, options: options, system: system)
-            temp = file
+        try StorageFile.writeReplacement(of: indexPath, through: compactionPath, kind: ViewIndex.fileKind,
+                                         formatVersion: index.storage.formatVersion, system: database.system) { file in
             let rows = TreeBuilder(file: file, configuration: index.rowsConfiguration)
             try snapshot.rows.forEach { key, value in
                 try rows.add(key: key, value: value)
@@ -130,17 +122,6 @@ extension View {
             }
             try file.commit(roots: [try rows.finish().root, try back.finish().root, try groups.finish().root],
                             metadata: snapshot.header.encoded())
-            try file.close()
-            temp = nil
-            do {
-                try system.rename(tempPath, to: indexPath)
-            } catch {
-                throw StorageFile.error(error, path: tempPath)
-            }
-        } catch {
-            try? temp?.close()
-            try? system.unlink(tempPath)
-            throw error
         }
     }
 }
