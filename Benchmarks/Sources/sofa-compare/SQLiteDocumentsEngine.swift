@@ -8,7 +8,7 @@ import Sofa
 /// Bodies are the compact JSON text of Sofa's serializer; reads parse them back with Sofa's parser, so both
 /// engines turn the same objects into bytes and back. D1 is `BEGIN … COMMIT` around 1,000 INSERTs, D2 one
 /// autocommit INSERT, D3 `SELECT body WHERE id = ?`, D4 `SELECT id, body ORDER BY id`.
-final class SQLiteDocumentsEngine: DocumentsEngine {
+final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
     static let name = "sqlite"
 
     static var configuration: String {
@@ -17,7 +17,7 @@ final class SQLiteDocumentsEngine: DocumentsEngine {
     }
 
     private let path: String
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
     private var insert: OpaquePointer?
     private var select: OpaquePointer?
     private var scan: OpaquePointer?
@@ -29,16 +29,8 @@ final class SQLiteDocumentsEngine: DocumentsEngine {
 
     init(directory: String) throws {
         path = directory + "/docs.sqlite"
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(db)
-            throw CompareError("sqlite: cannot open \(path): \(message)")
-        }
+        db = try openSQLite(path)
         do {
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=FULL")
-            try execute("PRAGMA cache_size=-65536")
             try execute("CREATE TABLE IF NOT EXISTS docs(id TEXT PRIMARY KEY, seq INTEGER NOT NULL, body BLOB)")
             try execute("CREATE UNIQUE INDEX IF NOT EXISTS docs_seq ON docs(seq)")
             insert = try prepare("INSERT INTO docs(id, seq, body) VALUES(?1, ?2, ?3)")
@@ -151,18 +143,6 @@ final class SQLiteDocumentsEngine: DocumentsEngine {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
-    private func execute(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
-    }
 
-    private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK
-        else { throw error("prepare \(sql)") }
-        return statement
-    }
 
-    private func error(_ what: String) -> CompareError {
-        CompareError("sqlite: \(what): \(String(cString: sqlite3_errmsg(db)))")
-    }
 }

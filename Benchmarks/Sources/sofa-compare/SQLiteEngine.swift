@@ -6,7 +6,7 @@ import CSQLite
 ///
 /// Keys are BLOBs, which SQLite compares with `memcmp` then length, the same order as LMDB's; values are
 /// INTEGERs. Each query is its own autocommit read transaction, i.e. its own snapshot.
-final class SQLiteEngine: Engine {
+final class SQLiteEngine: Engine, SQLiteConnection {
     static let name = "sqlite"
 
     static var configuration: String {
@@ -15,7 +15,7 @@ final class SQLiteEngine: Engine {
     }
 
     private let path: String
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
     private var insert: OpaquePointer?
     private var delete: OpaquePointer?
     private var rangeQuery: OpaquePointer?
@@ -28,16 +28,8 @@ final class SQLiteEngine: Engine {
 
     init(directory: String) throws {
         path = directory + "/rows.sqlite"
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(db)
-            throw CompareError("sqlite: cannot open \(path): \(message)")
-        }
+        db = try openSQLite(path)
         do {
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=FULL")
-            try execute("PRAGMA cache_size=-65536")
             try execute("CREATE TABLE IF NOT EXISTS rows(key BLOB PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID")
             insert = try prepare("INSERT INTO rows(key, value) VALUES(?1, ?2)")
             delete = try prepare("DELETE FROM rows WHERE key = ?1")
@@ -140,33 +132,8 @@ final class SQLiteEngine: Engine {
         guard rc == SQLITE_DONE else { throw error("step") }
     }
 
-    private func transaction(_ body: () throws -> Void) throws {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            try body()
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
-        try execute("COMMIT")
-    }
 
-    private func step(_ statement: OpaquePointer?, expecting expected: Int32) throws {
-        guard sqlite3_step(statement) == expected else { throw error("step") }
-    }
 
-    private func execute(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
-    }
 
-    private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK
-        else { throw error("prepare \(sql)") }
-        return statement
-    }
 
-    private func error(_ what: String) -> CompareError {
-        CompareError("sqlite: \(what): \(String(cString: sqlite3_errmsg(db)))")
-    }
 }

@@ -19,7 +19,7 @@ import Sofa
 ///   a SQL `GROUP BY` cannot group by a prefix of a JSON-text key in the JSON collation.
 ///
 /// WAL with `synchronous=FULL`, 64 MiB page cache, statements prepared once.
-final class SQLiteViewsEngine: ViewsEngine {
+final class SQLiteViewsEngine: ViewsEngine, SQLiteConnection {
     static let name = "sqlite"
     static var configuration: String {
         "SQLite \(String(cString: sqlite3_libversion())) as Couchbase Lite 1.x: docs + maps tables, JSON-text keys "
@@ -28,7 +28,7 @@ final class SQLiteViewsEngine: ViewsEngine {
     }
 
     private let path: String
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
     private var statements: [OpaquePointer?] = []
     private var insertDoc, selectDoc, updateDoc, changedDocs, deleteRows, insertRow: OpaquePointer?
     private var rangeQuery, sumQuery, totalQuery, orderedQuery: OpaquePointer?
@@ -42,20 +42,15 @@ final class SQLiteViewsEngine: ViewsEngine {
 
     init(directory: String) throws {
         path = directory + "/tracks.sqlite"
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(db)
-            throw CompareError("sqlite: cannot open \(path): \(message)")
-        }
-        do {
+        db = try openSQLite(path) { db in
             guard sqlite3_create_collation_v2(db, "JSON", SQLITE_UTF8, nil, { _, aCount, a, bCount, b in
                 Int32(JSONTextCollation.compare(UnsafeRawBufferPointer(start: a, count: Int(aCount)),
                                                 UnsafeRawBufferPointer(start: b, count: Int(bCount))))
-            }, nil) == SQLITE_OK else { throw error("create_collation JSON") }
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA synchronous=FULL")
-            try execute("PRAGMA cache_size=-65536")
+            }, nil) == SQLITE_OK else {
+                throw CompareError("sqlite: create_collation JSON: \(String(cString: sqlite3_errmsg(db)))")
+            }
+        }
+        do {
             try execute("""
                 CREATE TABLE docs(sequence INTEGER PRIMARY KEY, docid TEXT NOT NULL UNIQUE, json TEXT NOT NULL);
                 CREATE TABLE maps(docid TEXT NOT NULL, key TEXT NOT NULL COLLATE JSON, value TEXT);
@@ -252,35 +247,10 @@ final class SQLiteViewsEngine: ViewsEngine {
         String(decoding: bytes(statement, index), as: UTF8.self)
     }
 
-    private func transaction(_ body: () throws -> Void) throws {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            try body()
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
-        try execute("COMMIT")
-    }
 
-    private func step(_ statement: OpaquePointer?, expecting expected: Int32) throws {
-        guard sqlite3_step(statement) == expected else { throw error("step") }
-    }
 
-    private func execute(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw error(sql) }
-    }
 
-    private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK
-        else { throw error("prepare \(sql)") }
-        return statement
-    }
 
-    private func error(_ what: String) -> CompareError {
-        CompareError("sqlite: \(what): \(String(cString: sqlite3_errmsg(db)))")
-    }
 }
 
 /// CouchDB's collation over two JSON texts without parsing them into values, as Couchbase Lite 1.x's
