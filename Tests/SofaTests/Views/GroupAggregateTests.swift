@@ -23,6 +23,15 @@ import Testing
          "v": .number(Double((i * 31 + generation) % 97))]
     }
 
+    /// View `h` (``map``, `reduce`) over `documents` documents of generation 0, indexed.
+    static func indexedView(_ db: Database, reduce: Reduce, documents: Int = 200) throws -> View {
+        let view = db.view(named: "h")
+        view.setMapReduce(version: "1", map: map, reduce: reduce)
+        try db.inBatch { for i in 0..<documents { _ = try db.put(document(i, generation: 0), id: "d\(i)") } }
+        try view.updateIndex()
+        return view
+    }
+
     /// The grouped rows computed naively from the view's map rows: consecutive rows whose keys' first `level`
     /// items collate equal form a group, shown with its first row's key.
     static func expected(_ view: View, level: Int, reduce: String, _ configure: (inout Query) -> Void = { _ in })
@@ -196,10 +205,7 @@ import Testing
     @Test func versionOneIndexGetsAggregatesOnDemand() throws {
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         var db = try Database(path: dir.database(), options: testOptions())
-        var view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .sum)
-        try db.inBatch { for i in 0..<200 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
-        try view.updateIndex()
+        var view = try Self.indexedView(db, reduce: .sum)
         let index = try #require(try view.index())
         let current = try index.snapshot()
         var v1 = current.header.encoded()
@@ -222,10 +228,7 @@ import Testing
     @Test func readOnlyDatabaseDoesNotMaterialize() throws {
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         var db = try Database(path: dir.database(), options: testOptions())
-        var view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .sum)
-        try db.inBatch { for i in 0..<200 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
-        try view.updateIndex()
+        var view = try Self.indexedView(db, reduce: .sum)
         try db.close()
         db = try Database(path: dir.database(), options: testOptions(readOnly: true))
         view = db.view(named: "h")
@@ -241,10 +244,7 @@ import Testing
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         var db = try Database(path: dir.database(), options: testOptions())
         let max = try #require(Self.reduces.first { $0.0 == "max" }?.1)
-        var view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: max)
-        try db.inBatch { for i in 0..<200 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
-        try view.updateIndex()
+        var view = try Self.indexedView(db, reduce: max)
         try db.close()
 
         db = try Database(path: dir.database(), options: testOptions())
