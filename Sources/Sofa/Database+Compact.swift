@@ -47,7 +47,9 @@ extension Database {
     /// - Returns: sizes before and after and documents copied; the same for each view compacted.
     /// - Throws: ``SofaError`` — `.readOnly`; `.invalidArgument` inside ``inBatch(_:)`` or when closed;
     ///   `.corruption` when the data to copy does not read (the original is untouched then); storage errors
-    ///   (`.diskFull`, `.ioError`: the temporary file is removed and the original is kept).
+    ///   (`.diskFull`, `.ioError`: the temporary file is removed and the original is kept). An error from a
+    ///   view's compaction comes after the document file (and the views before it) were compacted and swapped
+    ///   in: those stay compacted, that view and the ones after it keep their files as they were.
     @discardableResult
     public func compact() throws -> CompactionResult {
         if options.readOnly { throw SofaError(.readOnly, "the database was opened read-only", path: path) }
