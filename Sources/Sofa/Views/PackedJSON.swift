@@ -91,7 +91,11 @@ enum PackedJSON {
         case null: return .null
         case falseTag: return .bool(false)
         case trueTag: return .bool(true)
-        case number: return .number(Double(bitPattern: try r.readLittleEndian(UInt64.self)))
+        case number:
+            // Read as a slice, not with the generic readLittleEndian, which is not specialized across modules
+            // (each call instantiated its metadata at run time: 5 % of a view query).
+            let bits = try r.readSlice(8).loadUnaligned(as: UInt64.self)
+            return .number(Double(bitPattern: UInt64(littleEndian: bits)))
         case string: return .string(try readString(&r))
         case array:
             let count = try r.readLength(limit: r.remaining)
