@@ -25,12 +25,14 @@ extension View {
 /// 3. `postFilter`, then `sortDescriptors`, then `skip` and `limit`, all on the output rows.
 extension Query {
     func runView(_ view: View) throws -> QueryEnumerator {
+        var opened = try view.index()
         if indexUpdateMode == .before && view.hasMap && !database.options.readOnly {
-            // Checked without the writer lock first: most queries find the index current.
+            // Checked without the writer lock first: most queries find the index current, and read it as opened.
             let documents = database.documents.storage.latestCommit
-            let indexed = try view.index()?.snapshot().header.lastSequence ?? 0
+            let indexed = try opened?.snapshot().header.lastSequence ?? 0
             if try indexed < DocumentFile.lastSequence(in: documents, path: database.documents.path) {
                 try view.updateIndex()
+                opened = try view.index()
             }
         }
         defer {
@@ -38,7 +40,7 @@ extension Query {
                 DispatchQueue.global().async { try? view.updateIndex() }
             }
         }
-        guard let index = try view.index() else {
+        guard let index = opened else {
             return QueryEnumerator(rows: [], sequenceNumber: 0, totalRows: 0, database: database)
         }
         if groupLevel > 0 && keys == nil && !mapOnly { try view.prepareGroupAggregate(level: groupLevel, index: index) }
@@ -53,6 +55,8 @@ extension Query {
             if !reducing {
                 // Without a filter every row is output, so a single range skips with the stored counts.
                 let treeSkip = postFilter == nil && !sorting && ranges.count == 1 ? skip : 0
+                // Room for a small page up front, so 20 rows take one allocation rather than six.
+                if let limit = collector.limit { collector.store.reserveCapacity(min(limit, 256)) }
                 collector.toSkip -= treeSkip
                 for range in descending ? ranges.reversed() : ranges {
                     var more = true

@@ -39,78 +39,78 @@ public struct QueryRow: Sendable, Equatable {
         }
     }
 
-    /// The fields as given (view and reduced rows), or an entry read on demand (all-documents rows).
-    private enum Fields: Sendable {
-        case given(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
-                   conflictingRevisions: [String])
-        case entry(Entry)
-    }
-
-    private let fields: Fields
+    // The fields as given (view and reduced rows), or, when `entry` is set, an all-documents entry read on
+    // demand (the given fields are then unused). Stored properties rather than an enum with payloads: reading
+    // one field of an enum payload copied (retained and released) all of them, a third of a view query's
+    // reference counting.
+    private let givenKey: JSON
+    private let givenValue: Value
+    private let givenDocumentID: String?
+    private let givenSourceDocumentID: String?
+    private let givenSequence: UInt64
+    private let givenConflicts: [String]
+    private let entry: Entry?
     package let source: RowSource?
 
     package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
                  conflictingRevisions: [String] = [], source: RowSource?) {
-        fields = .given(key: key, value: value, documentID: documentID, sourceDocumentID: sourceDocumentID,
-                        sequenceNumber: sequenceNumber, conflictingRevisions: conflictingRevisions)
+        givenKey = key
+        givenValue = value
+        givenDocumentID = documentID
+        givenSourceDocumentID = sourceDocumentID
+        givenSequence = sequenceNumber
+        givenConflicts = conflictingRevisions
+        entry = nil
         self.source = source
     }
 
     /// An all-documents row read from `entry` on demand.
     package init(entry: Entry, source: RowSource) {
-        fields = .entry(entry)
+        givenKey = .null
+        givenValue = .json(nil)
+        givenDocumentID = nil
+        givenSourceDocumentID = nil
+        givenSequence = 0
+        givenConflicts = []
+        self.entry = entry
         self.source = source
     }
 
     /// The row's key.
     public var key: JSON {
-        switch fields {
-        case .given(let key, _, _, _, _, _): return key
-        case .entry(let e): return e.keyIsSequence ? .number(Double(e.summary.sequence)) : .string(e.documentID)
-        }
+        guard let e = entry else { return givenKey }
+        return e.keyIsSequence ? .number(Double(e.summary.sequence)) : .string(e.documentID)
     }
 
     package var storedValue: Value {
-        switch fields {
-        case .given(_, let value, _, _, _, _): return value
-        case .entry(let e):
-            let summary = e.summary
-            return .revision(RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
-        }
+        guard let e = entry else { return givenValue }
+        let summary = e.summary
+        return .revision(RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
     }
 
     /// The ID of the document the row stands for (nil for a reduced row).
     public var documentID: String? {
-        switch fields {
-        case .given(_, _, let id, _, _, _): return id
-        case .entry(let e): return e.documentID
-        }
+        guard let e = entry else { return givenDocumentID }
+        return e.documentID
     }
 
     /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
     /// redirects with `_id`.
     public var sourceDocumentID: String? {
-        switch fields {
-        case .given(_, _, _, let id, _, _): return id
-        case .entry(let e): return e.documentID
-        }
+        guard let e = entry else { return givenSourceDocumentID }
+        return e.documentID
     }
 
     /// The document's sequence when the row was read (0 for a reduced row).
     public var sequenceNumber: UInt64 {
-        switch fields {
-        case .given(_, _, _, _, let sequence, _): return sequence
-        case .entry(let e): return e.summary.sequence
-        }
+        guard let e = entry else { return givenSequence }
+        return e.summary.sequence
     }
 
     /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
     /// non-deleted leaf revision, the winner first. Empty otherwise.
     public var conflictingRevisions: [String] {
-        switch fields {
-        case .given(_, _, _, _, _, let conflicts): return conflicts
-        case .entry: return []  // entry rows are made only where no conflict list is shown
-        }
+        givenConflicts  // empty for entry rows: they are made only where no conflict list is shown
     }
 
     /// The row's value; nil when the index holds none.
@@ -128,7 +128,7 @@ public struct QueryRow: Sendable, Equatable {
     /// the entry it holds, without looking the ID up again.
     public var document: Document? {
         guard let source else { return nil }
-        if case .entry(let e) = fields {
+        if let e = entry {
             let snapshot = source.snapshot
             guard let record = try? DocumentRecord(decoding: e.leaf.value(e.index), path: snapshot.path) else {
                 return nil

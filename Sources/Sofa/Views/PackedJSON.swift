@@ -91,7 +91,11 @@ enum PackedJSON {
         case null: return .null
         case falseTag: return .bool(false)
         case trueTag: return .bool(true)
-        case number: return .number(Double(bitPattern: try r.readLittleEndian(UInt64.self)))
+        case number:
+            // Read as a slice, not with the generic readLittleEndian, which is not specialized across modules
+            // (each call instantiated its metadata at run time: 5 % of a view query).
+            let bits = try r.readSlice(8).loadUnaligned(as: UInt64.self)
+            return .number(Double(bitPattern: UInt64(littleEndian: bits)))
         case string: return .string(try readString(&r))
         case array:
             let count = try r.readLength(limit: r.remaining)
@@ -113,6 +117,17 @@ enum PackedJSON {
     }
 
     private static func readString(_ r: inout ByteReader) throws -> String {
+        // The common case, a one-byte length whose bytes are all there, read in place: `ByteReader`'s reads
+        // stay calls from this module (~500 instructions of a 20-row view query's row each). Anything else
+        // takes the checked path from the same position, so errors are unchanged.
+        let p = r.position
+        if p >= 0 && p < r.bytes.count {
+            let n = Int(r.bytes[p])
+            if n < 0x80 && n <= r.bytes.count - p - 1 {
+                r.position = p + 1 + n
+                return String(decoding: UnsafeRawBufferPointer(rebasing: r.bytes[(p + 1)..<(p + 1 + n)]), as: UTF8.self)
+            }
+        }
         let count = try r.readLength(limit: r.remaining)
         let bytes = try r.readSlice(count)
         return String(decoding: bytes, as: UTF8.self)

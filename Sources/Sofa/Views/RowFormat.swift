@@ -122,6 +122,8 @@ struct RowValue {
         PackedJSON.append(key, to: &out)
     }
 
+    // Inlined so that a caller taking the fields apart (a query's row) moves them out instead of copying.
+    @inline(__always)
     init(_ bytes: UnsafeRawBufferPointer) throws {
         var r = ByteReader(bytes, fileOffset: 0, path: "view row")
         keyLength = try r.readLength(limit: 1 << 30)
