@@ -17,6 +17,30 @@ import Testing
         try handle.write(contentsOf: Data(bytes.map { ~$0 }))
     }
 
+    /// `rounds` times: restores `file` to `pristine`, flips one byte at a seeded random offset, and runs
+    /// `sofa verify` on the database at `path`, which must exit 0 or 1 (a finding), never crash. Calls
+    /// `finding` with each exit-1 result; returns how many rounds found something.
+    static func verifyAfterRandomFlips(of file: String, pristine: Data, database path: String, rounds: Int,
+                                       seed: UInt64, finding: (_ round: Int, _ result: Tool.Result) -> Void = { _, _ in })
+        throws -> Int {
+        var state = seed
+        var found = 0
+        for round in 0..<rounds {
+            try pristine.write(to: URL(fileURLWithPath: file))
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let at = Int((state >> 33) % UInt64(pristine.count))
+            try flip(file, at: at)
+            let result = try Tool.run(["verify", path])
+            #expect(result.exited, "round \(round): flipped byte \(at) crashed verify: \(result.error)")
+            #expect(result.status == 0 || result.status == 1, "round \(round), byte \(at): \(result.error)")
+            if result.status == 1 {
+                found += 1
+                finding(round, result)
+            }
+        }
+        return found
+    }
+
     @Test func cleanDatabasePasses() throws {
         let dir = Tool.Directory()
         let path = try Tool.database(in: dir, Tool.documents(1500), batch: 500)
@@ -55,18 +79,8 @@ import Testing
         let path = try Tool.database(in: dir, Tool.documents(2000), batch: 2000)
         let docs = path + "/docs"
         let pristine = try Data(contentsOf: URL(fileURLWithPath: docs))
-        var state: UInt64 = 0x5EED_0F_50FA
-        var found = 0
-        for round in 0..<16 {
-            try pristine.write(to: URL(fileURLWithPath: docs))
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let offset = Int((state >> 33) % UInt64(pristine.count))
-            try Self.flip(docs, at: offset)
-            let result = try Tool.run(["verify", path])
-            #expect(result.exited, "round \(round): flipped byte \(offset) crashed verify: \(result.error)")
-            #expect(result.status == 0 || result.status == 1, "round \(round), offset \(offset): \(result.error)")
-            if result.status == 1 { found += 1 }
-        }
+        let found = try Self.verifyAfterRandomFlips(of: docs, pristine: pristine, database: path, rounds: 16,
+                                                    seed: 0x5EED_0F_50FA)
         #expect(found > 0, "no flip out of 16 was detected")
     }
 
@@ -118,20 +132,9 @@ import Testing
         try Self.flip(file, at: offset + 40, count: 4)  // back as it was
         try Tool.expectVerifies(path)
         let pristine = try Data(contentsOf: URL(fileURLWithPath: file))
-        var state: UInt64 = 0x0F1E_5EED
-        var found = 0
-        for round in 0..<12 {
-            try pristine.write(to: URL(fileURLWithPath: file))
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            let at = Int((state >> 33) % UInt64(pristine.count))
-            try Self.flip(file, at: at)
-            let flipped = try Tool.run(["verify", path])
-            #expect(flipped.exited, "round \(round): flipped byte \(at) crashed verify: \(flipped.error)")
-            #expect(flipped.status == 0 || flipped.status == 1, "round \(round), byte \(at): \(flipped.error)")
-            if flipped.status == 1 {
-                found += 1
-                #expect(flipped.output.contains(file), "round \(round): \(flipped.output)")
-            }
+        let found = try Self.verifyAfterRandomFlips(of: file, pristine: pristine, database: path, rounds: 12,
+                                                    seed: 0x0F1E_5EED) { round, result in
+            #expect(result.output.contains(file), "round \(round): \(result.output)")
         }
         #expect(found > 0, "no flip out of 12 was detected")
     }
