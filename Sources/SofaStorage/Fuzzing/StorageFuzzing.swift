@@ -9,6 +9,24 @@ import Glibc
 /// own (a libFuzzer binary has no `main`, so it cannot be a product of the root package without breaking a
 /// plain `swift build`); the SPI keeps them out of the API that `import SofaStorage` shows.
 @_spi(Fuzzing) public enum StorageFuzzing {
+    /// One libFuzzer input through `target`: libFuzzer's `(data, size)` as bytes; a ``SofaError`` is an expected
+    /// outcome (the bytes were bad and were rejected cleanly), anything else — a trap, an ASan report, a
+    /// non-Sofa error — is a finding (`fatalError`). Every fuzz target's `LLVMFuzzerTestOneInput` calls it.
+    ///
+    /// - Returns: 0, what libFuzzer expects of an input that was run.
+    public static func runInput(_ data: UnsafePointer<UInt8>?, _ size: Int,
+                                through target: ([UInt8]) throws -> Void) -> Int32 {
+        let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+        do {
+            try target(bytes)
+        } catch is SofaError {
+            // Rejected with a typed error: the contract holds.
+        } catch {
+            fatalError("non-Sofa error: \(error)")
+        }
+        return 0
+    }
+
     /// Target (a): writes `bytes` as a file in `directory`, opens it read-only, verifies every tree of the
     /// newest commit and reads every row of each, then removes the file.
     ///
