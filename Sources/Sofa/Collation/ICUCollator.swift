@@ -76,7 +76,24 @@ enum ICUCollator {
     }
 
     /// ``appendSortKey(of:to:)`` for UTF-8 bytes (which must be valid UTF-8, as a Swift string's are).
+    ///
+    /// Strings of printable ASCII take ``ASCIISortKey``'s path, which writes ICU's bytes without calling ICU.
+    @inline(__always)
     static func appendSortKey(utf8: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) -> Bool {
+        if let ascii = ASCIISortKey.shared, ascii.append(utf8: utf8, to: &buffer) { return true }
+        return appendICUSortKey(utf8: utf8, to: &buffer)
+    }
+
+    /// ICU's own sort key of `utf8` as a new array (never the ASCII path): what ``ASCIISortKey`` is built from and
+    /// checked against. `nil` if ICU fails.
+    static func icuSortKey(_ utf8: [UInt8]) -> [UInt8]? {
+        var key: [UInt8] = []
+        let made = utf8.withUnsafeBufferPointer { appendICUSortKey(utf8: $0, to: &key) }
+        return made ? key : nil
+    }
+
+    /// ``appendSortKey(utf8:to:)`` by ICU, whatever the string.
+    static func appendICUSortKey(utf8: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) -> Bool {
         // A quarter of Int32.max leaves room for ICU's UTF-16 copy and for keys longer than their text.
         guard utf8.count <= Int(Int32.max / 4) else { return false }
         // Measured on ICU 72: lowercase ASCII needs length + 5 bytes, all-caps 2 × length + 4, CJK about
