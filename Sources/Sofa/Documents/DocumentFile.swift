@@ -149,6 +149,38 @@ struct DocumentSnapshot: Sendable {
         }
     }
 
+    /// The body `stored` parsed as an object with `leading` members first (the indexer's `_id` and `_rev`); `nil`
+    /// when the body has a member of the same name as one of them.
+    func body(_ stored: StoredBody, leading: [(String, JSON)]) throws -> JSON? {
+        switch stored {
+        case .empty: return .object(JSONObject(uncheckedUniqueKeys: leading.map(\.0), values: leading.map(\.1)))
+        case .inline(let bytes):
+            return try bytes.withUnsafeBytes { try DocumentSnapshot.parseBody($0, leading: leading, path: path, offset: 0) }
+        case .chunk(let offset):
+            let chunk = try storage.readChunk(at: offset, kind: .value, limit: byID.limit)
+            return try chunk.withUnsafeBytes {
+                try DocumentSnapshot.parseBody($0, leading: leading, path: path, offset: offset)
+            }
+        }
+    }
+
+    /// ``parseBody(_:path:offset:)`` with `leading` members first; `nil` when the body has one of their names.
+    static func parseBody(_ bytes: UnsafeRawBufferPointer, leading: [(String, JSON)], path: String,
+                          offset: UInt64) throws -> JSON? {
+        let value: JSON?
+        do {
+            value = try JSON.parsingObject(bytes, leading: leading)
+        } catch let error as SofaError {
+            throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
+                            offset: Int(clamping: offset))
+        }
+        if let value, case .object = value {} else if let value {
+            throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
+                            offset: Int(clamping: offset))
+        }
+        return value
+    }
+
     static func parseBody(_ bytes: [UInt8], path: String) throws -> JSON {
         try bytes.withUnsafeBytes { try parseBody($0, path: path, offset: 0) }
     }

@@ -62,6 +62,26 @@ extension JSON {
         var parser = JSONParser(bytes: bytes)
         self = try parser.parseDocument()
     }
+
+    /// Parses JSON text that should be an object, with `leading` members placed before the object's own: the
+    /// indexer's document (`_id`, `_rev`, then the stored body) built in one pass, without inserting at the front
+    /// of a finished object (which moves every member).
+    ///
+    /// Returns `nil` when the object itself has a member named like one of `leading` (the caller then builds the
+    /// document the slow way, with the same result as before). A value that is not an object comes back as
+    /// parsed, without the leading members.
+    ///
+    /// - Throws: As ``init(parsing:)-(UnsafeRawBufferPointer)``.
+    static func parsingObject(_ bytes: UnsafeRawBufferPointer, leading: [(String, JSON)]) throws -> JSON? {
+        var parser = JSONParser(bytes: bytes)
+        parser.leading = leading
+        let value = try parser.parseDocument()
+        if parser.leadingCollided { return nil }
+        if !parser.leadingApplied, case .object(let members) = value, members.isEmpty {
+            return .object(JSONObject(uncheckedUniqueKeys: leading.map(\.0), values: leading.map(\.1)))
+        }
+        return value
+    }
 }
 
 // MARK: - Parser
@@ -93,6 +113,12 @@ struct JSONParser: ~Copyable {
     /// Whether the string `parseStringBody` last returned was written with escapes (so its text in the input
     /// is not its content).
     var lastStringHadEscapes = false
+    /// Members to place first in the top-level object (``JSON/parsingObject(_:leading:)``), if any.
+    var leading: [(String, JSON)] = []
+    /// Whether the top-level object received ``leading``.
+    var leadingApplied = false
+    /// Whether the top-level object has a member of its own named like one of ``leading``.
+    var leadingCollided = false
 
     init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
@@ -112,6 +138,8 @@ struct JSONParser: ~Copyable {
         var values = ContiguousArray<JSON>()
         /// Rules out duplicate keys cheaply in the common case.
         var keyFilter = KeyFilter()
+        /// How many of the members were put there before parsing (``JSONParser/leading``).
+        var leadingCount = 0
 
         init(isObject: Bool) {
             self.isObject = isObject
@@ -158,6 +186,7 @@ struct JSONParser: ~Copyable {
                 }
                 if depth > baseDepth + 1 { enclosing.append(open) }
                 open = OpenContainer(isObject: isObject)
+                if isObject && !leading.isEmpty && depth == baseDepth + 1 && !leadingApplied { applyLeading(to: &open) }
                 if isObject { try parseMemberKey(into: &open) }
                 continue
             case UInt8(ascii: "t"):
@@ -190,6 +219,9 @@ struct JSONParser: ~Copyable {
                     if open.isObject { try parseMemberKey(into: &open) }
                     break
                 }
+                if leadingApplied && depth == baseDepth + 1 && open.keyFilter.mayHaveDuplicates {
+                    leadingCollided = collidesWithLeading(open)
+                }
                 value = open.isObject ? .object(makeObject(open)) : .array(Array(open.values))
                 depth -= 1
                 open = enclosing.popLast() ?? OpenContainer(isObject: false)
@@ -200,7 +232,7 @@ struct JSONParser: ~Copyable {
     /// Parses a member's key and the colon after it, leaving `index` at the start of its value.
     private mutating func parseMemberKey(into object: inout OpenContainer) throws {
         guard index < bytes.count, bytes[index] == ASCII.quote else {
-            throw unexpected(object.keys.isEmpty ? "a string key or '}'" : "a string key after ','")
+            throw unexpected(object.keys.count == object.leadingCount ? "a string key or '}'" : "a string key after ','")
         }
         index += 1
         let keyStart = index
@@ -214,6 +246,26 @@ struct JSONParser: ~Copyable {
         guard index < bytes.count, bytes[index] == ASCII.colon else { throw unexpected("':' after an object key") }
         index += 1
         skipWhitespace()
+    }
+
+    /// Puts ``leading`` into the freshly opened top-level object, keys into its duplicate filter too.
+    private mutating func applyLeading(to object: inout OpenContainer) {
+        leadingApplied = true
+        for (key, value) in leading {
+            var key = key
+            object.keys.append(key)
+            object.values.append(value)
+            key.withUTF8 { object.keyFilter.insert(UnsafeRawBufferPointer($0)) }
+        }
+        object.leadingCount = leading.count
+    }
+
+    /// Whether one of the object's own members (after the leading ones) has the name of a leading member.
+    private func collidesWithLeading(_ object: OpenContainer) -> Bool {
+        for i in object.leadingCount..<object.keys.count where leading.contains(where: { $0.0 == object.keys[i] }) {
+            return true
+        }
+        return false
     }
 
     /// The finished object.

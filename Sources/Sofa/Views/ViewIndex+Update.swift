@@ -23,17 +23,25 @@ struct Mapper: Sendable {
         let winner = record.tree.winner
         guard !winner.deleted else { return }
         let idString = String(decoding: id, as: UTF8.self)
-        // The properties as Document.properties shows them (`_id`, `_rev`, then the body), built in place in
-        // the freshly parsed body rather than copied member by member.
-        var body = try snapshot.body(winner.body)
-        guard case .object(var members) = body else { return }
-        body = .null  // `members` is now the only reference: inserting does not copy it
-        if let documentType, members["type"] != .string(documentType) { return }
-        members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
-        members.updateValue(.string(winner.id.description), forKey: "_rev", insertingAt: 1)
+        // The properties as Document.properties shows them (`_id`, `_rev`, then the body), parsed in one pass
+        // with `_id` and `_rev` already in place.
+        let document: JSON
+        if let parsed = try snapshot.body(winner.body, leading: [("_id", .string(idString)),
+                                                                  ("_rev", .string(winner.id.description))]) {
+            document = parsed
+        } else {
+            // The body has an `_id` or `_rev` member of its own (a put never stores one): it keeps its place.
+            var body = try snapshot.body(winner.body)
+            guard case .object(var members) = body else { return }
+            body = .null  // `members` is now the only reference: inserting does not copy it
+            members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
+            members.updateValue(.string(winner.id.description), forKey: "_rev", insertingAt: 1)
+            document = .object(members)
+        }
+        if let documentType, document["type"] != .string(documentType) { return }
         out.emitted.removeAll(keepingCapacity: true)
         calls?.count.add(1, ordering: .relaxed)
-        map(.object(members)) { key, value in out.emitted.append((key, value)) }
+        map(document) { key, value in out.emitted.append((key, value)) }
         guard !out.emitted.isEmpty else { return }
         let emitted = out.emitted
         var back: [UInt8] = []
@@ -52,7 +60,7 @@ struct Mapper: Sendable {
             }
             let keyLength = out.arena.count - start
             back.appendVarint(UInt64(keyLength))
-            back.append(contentsOf: out.arena[start...])
+            out.arena.withUnsafeBytes { back.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[start...])) }
             RowKey.appendID(id, to: &out.arena)
             out.arena.appendVarint(UInt64(index))
             let valueStart = out.arena.count
