@@ -111,25 +111,39 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
         // Tertiary: at most two bytes per character and one count byte before each; 4 bytes of slack for
         // the whole-word stores below.
         let capacity = primaryLength + secondaryLength + 3 * n + 3 + 4
-        // The key is written to scratch memory (on the stack for any string of a sensible length), then
-        // appended in one copy.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
-            // `scratch` has `capacity` bytes: every store below stays within the bound computed above.
-            let base = UnsafeMutableRawPointer(scratch.baseAddress!)
-            var p = 0
-            var t = primaryLength + 1 + secondaryLength + 1
-            var commons = 0
-            for byte in utf8 {
-                let entry = entries[Int(byte)]
-                // Four bytes, of which the next primary (or the separator) overwrites the unused ones: the
-                // last store ends at most at primaryLength + 2, before the first tertiary byte.
-                base.storeBytes(of: UInt32(truncatingIfNeeded: entry).littleEndian, toByteOffset: p,
-                                as: UInt32.self)
-                p += Int(truncatingIfNeeded: entry >> 32) & 0xFF
-                let tertiaryLength = Int(truncatingIfNeeded: entry >> 56)
-                if tertiaryLength == 0 {
-                    commons += 1
-                    continue
+        buffer.append(addingCapacity: capacity) { span in
+            span.withUnsafeMutableBufferPointer { out, initialized in
+                // `out` has `capacity` bytes: every store below stays within the bound computed above.
+                let base = UnsafeMutableRawPointer(out.baseAddress!)
+                var p = 0
+                var t = primaryLength + 1 + secondaryLength + 1
+                var commons = 0
+                for byte in utf8 {
+                    let entry = entries[Int(byte)]
+                    // Four bytes, of which the next primary (or the separator) overwrites the unused ones: the
+                    // last store ends at most at primaryLength + 2, before the first tertiary byte.
+                    base.storeBytes(of: UInt32(truncatingIfNeeded: entry).littleEndian, toByteOffset: p,
+                                    as: UInt32.self)
+                    p += Int(truncatingIfNeeded: entry >> 32) & 0xFF
+                    let tertiaryLength = Int(truncatingIfNeeded: entry >> 56)
+                    if tertiaryLength == 0 {
+                        commons += 1
+                        continue
+                    }
+                    if commons != 0 {
+                        commons -= 1
+                        while commons >= Common.tertiaryMaxCount {
+                            base.storeBytes(of: Common.tertiaryMiddle, toByteOffset: t, as: UInt8.self)
+                            t += 1
+                            commons -= Common.tertiaryMaxCount
+                        }
+                        base.storeBytes(of: Common.tertiaryHigh - UInt8(commons), toByteOffset: t, as: UInt8.self)
+                        t += 1
+                        commons = 0
+                    }
+                    base.storeBytes(of: UInt16(truncatingIfNeeded: entry >> 40).littleEndian, toByteOffset: t,
+                                    as: UInt16.self)
+                    t += tertiaryLength
                 }
                 if commons != 0 {
                     commons -= 1
@@ -138,39 +152,25 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
                         t += 1
                         commons -= Common.tertiaryMaxCount
                     }
-                    base.storeBytes(of: Common.tertiaryHigh - UInt8(commons), toByteOffset: t, as: UInt8.self)
+                    base.storeBytes(of: Common.byte + UInt8(commons), toByteOffset: t, as: UInt8.self)
                     t += 1
-                    commons = 0
                 }
-                base.storeBytes(of: UInt16(truncatingIfNeeded: entry >> 40).littleEndian, toByteOffset: t,
-                                as: UInt16.self)
-                t += tertiaryLength
-            }
-            if commons != 0 {
-                commons -= 1
-                while commons >= Common.tertiaryMaxCount {
-                    base.storeBytes(of: Common.tertiaryMiddle, toByteOffset: t, as: UInt8.self)
-                    t += 1
-                    commons -= Common.tertiaryMaxCount
-                }
-                base.storeBytes(of: Common.byte + UInt8(commons), toByteOffset: t, as: UInt8.self)
-                t += 1
-            }
-            base.storeBytes(of: 0x00 as UInt8, toByteOffset: t, as: UInt8.self)
-            // The secondary level between the two separators: every weight is common.
-            base.storeBytes(of: 0x01 as UInt8, toByteOffset: p, as: UInt8.self)
-            p += 1
-            if n != 0 {
-                for _ in 1..<secondaryLength {
-                    base.storeBytes(of: Common.secondaryMiddle, toByteOffset: p, as: UInt8.self)
+                base.storeBytes(of: 0x00 as UInt8, toByteOffset: t, as: UInt8.self)
+                // The secondary level between the two separators: every weight is common.
+                base.storeBytes(of: 0x01 as UInt8, toByteOffset: p, as: UInt8.self)
+                p += 1
+                if n != 0 {
+                    for _ in 1..<secondaryLength {
+                        base.storeBytes(of: Common.secondaryMiddle, toByteOffset: p, as: UInt8.self)
+                        p += 1
+                    }
+                    let rest = (n - 1) % Common.secondaryMaxCount
+                    base.storeBytes(of: Common.byte + UInt8(rest), toByteOffset: p, as: UInt8.self)
                     p += 1
                 }
-                let rest = (n - 1) % Common.secondaryMaxCount
-                base.storeBytes(of: Common.byte + UInt8(rest), toByteOffset: p, as: UInt8.self)
-                p += 1
+                base.storeBytes(of: 0x01 as UInt8, toByteOffset: p, as: UInt8.self)
+                initialized = t + 1
             }
-            base.storeBytes(of: 0x01 as UInt8, toByteOffset: p, as: UInt8.self)
-            buffer.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress, count: t + 1))
         }
         return true
     }

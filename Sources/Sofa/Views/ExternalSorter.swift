@@ -47,18 +47,56 @@ final class ExternalSorter {
         if arena.count + entries.count * 16 >= budget { try spill() }
     }
 
+    /// Adds every row of `chunk`, in its order (one pass over its arena).
+    func add(rowsOf chunk: MappedChunk) throws {
+        try chunk.arena.withUnsafeBytes { a in
+            for row in chunk.rows {
+                let v = row.start + row.keyLength
+                try add(key: UnsafeRawBufferPointer(rebasing: a[row.start..<v]),
+                        value: UnsafeRawBufferPointer(rebasing: a[v..<(v + row.valueLength)]))
+            }
+        }
+    }
+
     /// Adds a pair from arrays.
     func add(key: [UInt8], value: [UInt8]) throws {
         try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try add(key: k, value: v) } }
     }
 
     private static func sort(_ entries: inout [Entry], in arena: [UInt8]) {
+        entries.withUnsafeMutableBufferPointer { sort($0, in: arena) }
+    }
+
+    private static func sort(_ entries: UnsafeMutableBufferPointer<Entry>, in arena: [UInt8]) {
+        var entries = entries
         arena.withUnsafeBytes { a in
             entries.sort { x, y in
                 compareBytes(UnsafeRawBufferPointer(rebasing: a[x.start..<(x.start + Int(x.keyLength))]),
                              UnsafeRawBufferPointer(rebasing: a[y.start..<(y.start + Int(y.keyLength))])) < 0
             }
         }
+    }
+
+    /// Pairs in memory at the end below which ``finish(_:)`` sorts them on one thread.
+    static let parallelSortMinimum = 16_384
+
+    /// Sorts the pairs still in memory at the end of the input, in up to one part per core at once, and returns
+    /// the parts: each sorted, together in `entries`. The sort is on the single-threaded tail of a build, where
+    /// the core that will bulk-load the rows is otherwise idle.
+    private func sortInParts() -> [Range<Int>] {
+        let cores = min(4, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let count = entries.count
+        let partCount = count < ExternalSorter.parallelSortMinimum ? 1 : cores
+        let parts = (0..<partCount).map { p in (count * p / partCount)..<(count * (p + 1) / partCount) }
+        let arena = self.arena
+        entries.withUnsafeMutableBufferPointer { all in
+            let all = UnsafeSendableBuffer(all)
+            // Each part sorts only its own range of `entries`.
+            DispatchQueue.concurrentPerform(iterations: parts.count) { p in
+                ExternalSorter.sort(UnsafeMutableBufferPointer(rebasing: all.buffer[parts[p]]), in: arena)
+            }
+        }
+        return parts
     }
 
     /// Hands the full arena to a background thread that sorts it and writes it out as a run, so the caller
@@ -140,41 +178,36 @@ final class ExternalSorter {
     /// Calls `body` with every pair in ascending key order, then empties the sorter.
     func finish(_ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void) throws {
         try waitForSpill()
-        if runs.isEmpty {
-            ExternalSorter.sort(&entries, in: arena)
-            try arena.withUnsafeBytes { a in
-                for e in entries {
-                    let k = e.start, v = e.start + Int(e.keyLength)
-                    try body(UnsafeRawBufferPointer(rebasing: a[k..<v]),
-                             UnsafeRawBufferPointer(rebasing: a[v..<(v + Int(e.valueLength))]))
-                }
-            }
-            arena = []
-            entries = []
-            return
-        }
         // The pairs still in memory are sorted and merged from memory: writing them out as one more run only to
         // read them back would cost a round trip through the file system on the single-threaded tail of a build.
-        ExternalSorter.sort(&entries, in: arena)
+        var parts = sortInParts()
         let (memory, sorted) = (arena, entries)
         arena = []
         entries = []
         var readers = runs.map { RunReader(file: $0) }
         for i in readers.indices { try readers[i].advance() }
-        var next = 0  // the next in-memory pair
         try memory.withUnsafeBytes { a in
+            func key(_ e: Entry) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(rebasing: a[e.start..<(e.start + Int(e.keyLength))])
+            }
             while true {
                 var best = -1
                 for i in readers.indices where readers[i].hasPair {
                     if best < 0 || compareArrays(readers[i].key, readers[best].key) < 0 { best = i }
                 }
-                if next < sorted.count {
-                    let e = sorted[next]
-                    let k = e.start, v = e.start + Int(e.keyLength)
-                    let key = UnsafeRawBufferPointer(rebasing: a[k..<v])
-                    if best < 0 || readers[best].key.withUnsafeBytes({ compareBytes(key, $0) }) < 0 {
-                        try body(key, UnsafeRawBufferPointer(rebasing: a[v..<(v + Int(e.valueLength))]))
-                        next += 1
+                // The smallest next pair of the in-memory parts (parts are few: a linear scan).
+                var bestPart = -1
+                for p in parts.indices where !parts[p].isEmpty {
+                    if bestPart < 0 || compareBytes(key(sorted[parts[p].lowerBound]),
+                                                    key(sorted[parts[bestPart].lowerBound])) < 0 { bestPart = p }
+                }
+                if bestPart >= 0 {
+                    let e = sorted[parts[bestPart].lowerBound]
+                    let k = key(e)
+                    if best < 0 || readers[best].key.withUnsafeBytes({ compareBytes(k, $0) }) < 0 {
+                        let v = e.start + Int(e.keyLength)
+                        try body(k, UnsafeRawBufferPointer(rebasing: a[v..<(v + Int(e.valueLength))]))
+                        parts[bestPart] = (parts[bestPart].lowerBound + 1)..<parts[bestPart].upperBound
                         continue
                     }
                 }

@@ -192,7 +192,7 @@ extension ViewIndex {
             }
         }, write: { pending in
             for chunk in try pending.wait() {
-                for i in chunk.rows.indices { try chunk.withRow(i) { k, v in try sorter.add(key: k, value: v) } }
+                try sorter.add(rowsOf: chunk)
                 for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
             }
         })

@@ -245,6 +245,28 @@ import Testing
         expectSound(memory)
         expectSound(spilled)
     }
+
+    /// The sorter alone, with enough pairs left in memory at the end that they are sorted in parts on several
+    /// threads: with and without runs on disk, every pair comes out once, in byte order.
+    @Test(arguments: [1 << 30, 3 << 19])  // all in memory; one run on disk and ~26k pairs left
+    func finishMergesRunsAndPartsSortedInParallel(budget: Int) throws {
+        let directory = FileManager.default.temporaryDirectory.path
+        let sorter = ExternalSorter(directory: directory, budget: budget)
+        var rng = SeededRandom(seed: 7)
+        var expected: [[UInt8]: [UInt8]] = [:]
+        for i in 0..<(4 * ExternalSorter.parallelSortMinimum) {
+            let length = Int.random(in: 1...24, using: &rng)
+            let key = (0..<length).map { _ in UInt8.random(in: 0...3, using: &rng) } + Array("\(i)".utf8)
+            let value = Array("v\(i)".utf8)
+            expected[key] = value
+            try sorter.add(key: key, value: value)
+        }
+        var out: [([UInt8], [UInt8])] = []
+        try sorter.finish { key, value in out.append((Array(key), Array(value))) }
+        #expect(out.count == expected.count)
+        #expect(zip(out, out.dropFirst()).allSatisfy { compareArrays($0.0, $1.0) < 0 }, "not in byte order")
+        #expect(out.allSatisfy { expected[$0.0] == $0.1 })
+    }
 }
 
 /// Conflicts, failing reduce functions and read-only databases.
