@@ -16,10 +16,13 @@ struct Mapper: Sendable {
     let calls: MapCallCounter?
 
     /// Runs the map on one document's winning revision and appends its rows to `out`.
-    func map(id: [UInt8], record: DocumentRecord, snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
+    func map(id: UnsafeRawBufferPointer, record: DocumentRecord, snapshot: DocumentSnapshot,
+             into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
-        defer { out.documents.append((id, firstRow..<out.rows.count, out.pendingBack)) }
-        out.pendingBack = []
+        let idStart = out.documentBytes.count
+        out.documentBytes.append(contentsOf: id)
+        var back = out.documentBytes.count..<out.documentBytes.count
+        defer { out.documents.append((idStart..<(idStart + id.count), firstRow..<out.rows.count, back)) }
         let winner = record.tree.winner
         guard !winner.deleted else { return }
         let idString = String(decoding: id, as: UTF8.self)
@@ -44,8 +47,8 @@ struct Mapper: Sendable {
         map(document) { key, value in out.emitted.append((key, value)) }
         guard !out.emitted.isEmpty else { return }
         let emitted = out.emitted
-        var back: [UInt8] = []
-        back.appendVarint(UInt64(emitted.count))
+        let backStart = out.documentBytes.count
+        out.documentBytes.appendVarint(UInt64(emitted.count))
         for (index, (key, value)) in emitted.enumerated() {
             let start = out.arena.count
             do {
@@ -59,27 +62,49 @@ struct Mapper: Sendable {
                                 + "which JSON cannot express")
             }
             let keyLength = out.arena.count - start
-            back.appendVarint(UInt64(keyLength))
-            out.arena.withUnsafeBytes { back.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            out.documentBytes.appendVarint(UInt64(keyLength))
+            out.arena.withUnsafeBytes {
+                out.documentBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[start...]))
+            }
             RowKey.appendID(id, to: &out.arena)
             out.arena.appendVarint(UInt64(index))
             let valueStart = out.arena.count
             RowValue.append(keyLength: keyLength, sequence: record.sequence, key: key, value: value, to: &out.arena)
             out.rows.append((start, valueStart - start, out.arena.count - valueStart))
         }
-        out.pendingBack = back
+        back = backStart..<out.documentBytes.count
     }
 }
 
 /// The rows a run of documents produced, in one arena: each row's key and value back to back, and per
-/// document its rows and its encoded back-index entry (empty when it emitted nothing).
+/// document its rows, and its ID and encoded back-index entry (empty when it emitted nothing) as ranges of
+/// `documentBytes` (two buffers for a chunk rather than two arrays per document).
 struct MappedChunk {
     var arena: [UInt8] = []
     var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
-    var documents: [(id: [UInt8], rows: Range<Int>, back: [UInt8])] = []
-    var pendingBack: [UInt8] = []
+    var documents: [(id: Range<Int>, rows: Range<Int>, back: Range<Int>)] = []
+    var documentBytes: [UInt8] = []
     /// The current document's emits (reused from document to document).
     var emitted: [(JSON, JSON?)] = []
+
+    /// Empties the chunk, keeping its buffers.
+    mutating func removeAll() {
+        arena.removeAll(keepingCapacity: true)
+        rows.removeAll(keepingCapacity: true)
+        documents.removeAll(keepingCapacity: true)
+        documentBytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Calls `body` with document `i`'s ID and back-index entry (empty when it emitted nothing).
+    func withDocument<R>(_ i: Int, _ body: (_ id: UnsafeRawBufferPointer, _ back: UnsafeRawBufferPointer) throws -> R)
+        rethrows -> R
+    {
+        let document = documents[i]
+        return try documentBytes.withUnsafeBytes { bytes in
+            try body(UnsafeRawBufferPointer(rebasing: bytes[document.id]),
+                     UnsafeRawBufferPointer(rebasing: bytes[document.back]))
+        }
+    }
 
     /// Calls `body` with row `i`'s key and value.
     func withRow<R>(_ i: Int, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -139,8 +164,7 @@ extension ViewIndex {
 
     /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
     /// the background, so the caller can write the previous batch meanwhile.
-    private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
-                              mapper: Mapper) -> PendingBatch {
+    private func startMapping(_ batch: DocumentBatch, snapshot: DocumentSnapshot, mapper: Mapper) -> PendingBatch {
         let pending = PendingBatch()
         DispatchQueue.global().async(group: pending.group) {
             let chunk = 64
@@ -152,20 +176,26 @@ extension ViewIndex {
                 DispatchQueue.concurrentPerform(iterations: chunks) { c in
                     out.buffer[c] = Result {
                         var mapped = MappedChunk()
-                        for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
-                            let (id, entry) = batch[i]
-                            let record: DocumentRecord?
-                            if let entry {
-                                record = try entry.withUnsafeBytes {
-                                    try DocumentRecord(decoding: $0, path: snapshot.path)
+                        try batch.bytes.withUnsafeBytes { bytes in
+                            for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
+                                let item = batch.items[i]
+                                let id = UnsafeRawBufferPointer(rebasing: bytes[item.id])
+                                let record: DocumentRecord?
+                                if let entry = item.entry {
+                                    record = try DocumentRecord(decoding: UnsafeRawBufferPointer(rebasing: bytes[entry]),
+                                                                path: snapshot.path)
+                                } else {
+                                    record = try snapshot.record(Array(id))
                                 }
-                            } else {
-                                record = try snapshot.record(id)
-                            }
-                            if let record {
-                                try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
-                            } else {
-                                mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
+                                if let record {
+                                    try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
+                                } else {
+                                    let start = mapped.documentBytes.count
+                                    mapped.documentBytes.append(contentsOf: id)
+                                    mapped.documents.append((start..<mapped.documentBytes.count,
+                                                             mapped.rows.count..<mapped.rows.count,
+                                                             mapped.documentBytes.count..<mapped.documentBytes.count))
+                                }
                             }
                         }
                         return mapped
@@ -187,13 +217,18 @@ extension ViewIndex {
             try snapshot.byID.forEach { id, entry in
                 // Deleted documents emit nothing; their summary byte says so without decoding the record.
                 if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
-                try add(Array(id), Array(entry))
+                try add(id, entry)
                 return true
             }
         }, write: { pending in
             for chunk in try pending.wait() {
                 try sorter.add(rowsOf: chunk)
-                for doc in chunk.documents where !doc.back.isEmpty { try backBuilder.add(key: doc.id, value: doc.back) }
+                try chunk.documentBytes.withUnsafeBytes { bytes in
+                    for doc in chunk.documents where !doc.back.isEmpty {
+                        try backBuilder.add(key: UnsafeRawBufferPointer(rebasing: bytes[doc.id]),
+                                            value: UnsafeRawBufferPointer(rebasing: bytes[doc.back]))
+                    }
+                }
             }
         })
         // Merging on this thread, bulk loading (leaf encoding, LZ4, writes) on another.
@@ -218,21 +253,22 @@ extension ViewIndex {
         var groupChanges = GroupChanges(levels: header.groupLevels)
         let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
             try snapshot.bySequence.forEach(in: range) { _, id in
-                try add(Array(id), nil)
+                try add(id, nil)
                 return true
             }
         }, write: { pending in
             var rowActions: [BTreeAction] = []
             var backActions: [BTreeAction] = []
             for chunk in try pending.wait() {
-                for doc in chunk.documents {
-                    if let old = try back.get(doc.id) {
+                for (d, doc) in chunk.documents.enumerated() {
+                    let (id, newBack) = chunk.withDocument(d) { id, back in (Array(id), Array(back)) }
+                    if let old = try back.get(id) {
                         for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
-                            rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
+                            rowActions.append(.remove(RowKey.make(key: key, id: id, index: i)))
                         }
                     }
                     for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
-                    backActions.append(doc.back.isEmpty ? .remove(doc.id) : .put(doc.id, doc.back))
+                    backActions.append(newBack.isEmpty ? .remove(id) : .put(id, newBack))
                 }
             }
             rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
@@ -249,25 +285,24 @@ extension ViewIndex {
     /// entry when it is already at hand), `write` stores one mapped batch. Returns how many documents were mapped.
     private func mapInBatches(
         from snapshot: DocumentSnapshot, mapper: Mapper,
-        feed: (_ add: (_ id: [UInt8], _ entry: [UInt8]?) throws -> Void) throws -> Void,
+        feed: (_ add: (_ id: UnsafeRawBufferPointer, _ entry: UnsafeRawBufferPointer?) throws -> Void) throws -> Void,
         write: @escaping (PendingBatch) throws -> Void
     ) throws -> Int {
-        var batch: [(id: [UInt8], entry: [UInt8]?)] = []
-        batch.reserveCapacity(ViewIndex.batchSize)
+        var batch = DocumentBatch()
         var documents = 0
         var inFlight: PendingBatch?
         defer { _ = try? inFlight?.wait() }
         func flush() throws {
             let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
             documents += batch.count
-            batch.removeAll(keepingCapacity: true)
+            batch.removeAll()
             // Write the previous batch while this one maps.
             if let previous = inFlight { try write(previous) }
             inFlight = next
             if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
         }
         try feed { id, entry in
-            batch.append((id, entry))
+            batch.append(id: id, entry: entry)
             if batch.count == ViewIndex.batchSize { try flush() }
         }
         try flush()
@@ -299,6 +334,38 @@ extension ViewIndex {
             }
         }
         return out
+    }
+}
+
+/// Documents waiting to be mapped: each one's ID and (when the caller has it) by-ID entry, copied into one
+/// buffer, so that handing a document to the mappers costs no allocation of its own.
+struct DocumentBatch {
+    var bytes: [UInt8] = []
+    var items: [(id: Range<Int>, entry: Range<Int>?)] = []
+
+    init() {
+        items.reserveCapacity(ViewIndex.batchSize)
+    }
+
+    /// The number of documents.
+    var count: Int { items.count }
+
+    /// Adds a document: its ID and its by-ID entry, if the caller has it.
+    mutating func append(id: UnsafeRawBufferPointer, entry: UnsafeRawBufferPointer?) {
+        let idStart = bytes.count
+        bytes.append(contentsOf: id)
+        let entryRange = entry.map { entry in
+            let start = bytes.count
+            bytes.append(contentsOf: entry)
+            return start..<bytes.count
+        }
+        items.append((idStart..<(idStart + id.count), entryRange))
+    }
+
+    /// Empties the batch, keeping its buffers when no mapper holds them any longer.
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        items.removeAll(keepingCapacity: true)
     }
 }
 

@@ -79,16 +79,14 @@ extension ViewIndex {
                 let name = String(decoding: id, as: UTF8.self)
                 let record = try DocumentRecord(decoding: entry, path: documents.path)
                 guard record.sequence <= last else { return true }
-                mapped.arena.removeAll(keepingCapacity: true)
-                mapped.rows.removeAll(keepingCapacity: true)
-                mapped.documents.removeAll(keepingCapacity: true)
+                mapped.removeAll()
                 do {
-                    try mapper.map(id: id, record: record, snapshot: documents, into: &mapped)
+                    try mapper.map(id: idBytes, record: record, snapshot: documents, into: &mapped)
                 } catch {
                     problem("document \"\(name)\" no longer maps: \(error)")
                     return true
                 }
-                let expected = mapped.documents[0].back
+                let expected = mapped.withDocument(0) { _, back in Array(back) }
                 let stored = try snapshot.backIndex.get(id)
                 guard expected.isEmpty ? stored == nil : stored == expected else {
                     let emits = expected.isEmpty ? "emits no rows" : "emits \(mapped.rows.count) rows"
