@@ -87,6 +87,17 @@ struct MappedChunk {
     /// The current document's emits (reused from document to document).
     var emitted: [(JSON, JSON?)] = []
 
+    init() {}
+
+    /// An empty chunk with room for `documents` documents of a typical size (a few hundred bytes of rows and
+    /// back-index entries each), so that filling it does not grow its buffers one doubling at a time.
+    init(reservingFor documents: Int) {
+        arena.reserveCapacity(documents * 256)
+        rows.reserveCapacity(documents)
+        self.documents.reserveCapacity(documents)
+        documentBytes.reserveCapacity(documents * 128)
+    }
+
     /// Empties the chunk, keeping its buffers.
     mutating func removeAll() {
         arena.removeAll(keepingCapacity: true)
@@ -175,7 +186,7 @@ extension ViewIndex {
                 // Each iteration writes only its own slot of `out`.
                 DispatchQueue.concurrentPerform(iterations: chunks) { c in
                     out.buffer[c] = Result {
-                        var mapped = MappedChunk()
+                        var mapped = MappedChunk(reservingFor: chunk)
                         try batch.bytes.withUnsafeBytes { bytes in
                             for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
                                 let item = batch.items[i]
