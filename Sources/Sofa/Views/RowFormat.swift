@@ -10,6 +10,12 @@ import SofaStorage
 enum RowKey {
     /// Appends the escaped form of `id` and its terminator.
     static func appendID<C: Collection<UInt8>>(_ id: C, to out: inout [UInt8]) {
+        // Most IDs have no byte to escape: one scan, then one copy.
+        if !id.contains(where: { $0 < 2 }) {
+            out.append(contentsOf: id)
+            out.append(0x00)
+            return
+        }
         for byte in id {
             if byte < 2 {
                 out.append(0x01)
