@@ -155,7 +155,9 @@ struct DocumentSnapshot: Sendable {
         switch stored {
         case .empty: return .object(JSONObject(uncheckedUniqueKeys: leading.map(\.0), values: leading.map(\.1)))
         case .inline(let bytes):
-            return try bytes.withUnsafeBytes { try DocumentSnapshot.parseBody($0, leading: leading, path: path, offset: 0) }
+            return try bytes.withUnsafeBytes {
+                try DocumentSnapshot.parseBody($0, leading: leading, path: path, offset: 0)
+            }
         case .chunk(let offset):
             let chunk = try storage.readChunk(at: offset, kind: .value, limit: byID.limit)
             return try chunk.withUnsafeBytes {
@@ -174,7 +176,8 @@ struct DocumentSnapshot: Sendable {
             throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
                             offset: Int(clamping: offset))
         }
-        if let value, case .object = value {} else if let value {
+        guard let value else { return nil }
+        guard case .object = value else {
             throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
                             offset: Int(clamping: offset))
         }

@@ -232,7 +232,8 @@ struct JSONParser: ~Copyable {
     /// Parses a member's key and the colon after it, leaving `index` at the start of its value.
     private mutating func parseMemberKey(into object: inout OpenContainer) throws {
         guard index < bytes.count, bytes[index] == ASCII.quote else {
-            throw unexpected(object.keys.count == object.leadingCount ? "a string key or '}'" : "a string key after ','")
+            let isFirst = object.keys.count == object.leadingCount
+            throw unexpected(isFirst ? "a string key or '}'" : "a string key after ','")
         }
         index += 1
         let keyStart = index

@@ -193,8 +193,8 @@ extension ViewIndex {
                                 let id = UnsafeRawBufferPointer(rebasing: bytes[item.id])
                                 let record: DocumentRecord?
                                 if let entry = item.entry {
-                                    record = try DocumentRecord(decoding: UnsafeRawBufferPointer(rebasing: bytes[entry]),
-                                                                path: snapshot.path)
+                                    let entryBytes = UnsafeRawBufferPointer(rebasing: bytes[entry])
+                                    record = try DocumentRecord(decoding: entryBytes, path: snapshot.path)
                                 } else {
                                     record = try snapshot.record(Array(id))
                                 }
