@@ -25,10 +25,10 @@
 /// Sort keys of strings made of printable ASCII, written without ICU; anything else is left to ICU.
 ///
 /// Safe from any thread: the table is built once and only read afterwards.
-struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before the value is published
+struct ASCIISortKey: Sendable {
     /// Per byte 0–127: the primary bytes (first byte lowest) in bits 0–31, their count in bits 32–39 (0: the
     /// byte is not in the table), the tertiary bytes in bits 40–55 and their count in bits 56–63 (0: common).
-    private let entries: UnsafeMutablePointer<UInt64>
+    private let entries: [UInt64]
 
     /// The table of this process's ICU, or `nil` when the fast path is off (ICU unavailable, or a probe string
     /// came out differently from ICU's own key).
@@ -49,12 +49,12 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
 
     /// Builds the table from `icu`, a function giving ICU's sort key of UTF-8 bytes; `nil` if `icu` fails.
     init?(readingFrom icu: ([UInt8]) -> [UInt8]?) {
-        entries = .allocate(capacity: 128)
-        entries.initialize(repeating: 0, count: 128)
+        var entries = [UInt64](repeating: 0, count: 128)
         for byte in UInt8(0x20)...UInt8(0x7E) {
             guard let one = icu([byte]), let two = icu([byte, byte]) else { return nil }
             entries[Int(byte)] = Self.entry(single: one, double: two) ?? 0
         }
+        self.entries = entries
     }
 
     /// The table entry for a character whose sort key is `single` and whose doubled sort key is `double`, or
@@ -63,8 +63,9 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
         let levels = single.split(separator: 0x01, omittingEmptySubsequences: false)
         guard levels.count == 3, single.last == 0x00 else { return nil }
         let primary = Array(levels[0]), secondary = Array(levels[1]), tertiary = Array(levels[2].dropLast())
+        // An uncommon tertiary starting at or below the high compression byte could be read as a compressed run.
         guard (1...4).contains(primary.count), secondary == [Common.byte], (1...2).contains(tertiary.count),
-              tertiary == [Common.byte] || tertiary[0] > Common.byte
+              tertiary == [Common.byte] || tertiary[0] > Common.tertiaryHigh
         else { return nil }
         let commonTertiary = tertiary == [Common.byte]
         // Two of the character: no compressed lead byte, no contraction.
@@ -80,13 +81,17 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
         return entry
     }
 
-    /// Whether every probe string encodes as ICU encodes it: each character between letters of both cases, and
+    /// Whether every probe string encodes as ICU encodes it: every ordered pair of table characters (a contraction
+    /// or prefix rule between two of them would show there), each character between letters of both cases, and
     /// runs long enough to need the middle bytes of both compressions.
     private func agreesWithICU() -> Bool {
         let characters = (UInt8(0x20)...UInt8(0x7E)).filter { entries[Int($0)] != 0 }
         var probes: [[UInt8]] = [[], characters, characters.reversed(), Array(repeating: 0x61, count: 200),
                                  Array(repeating: 0x41, count: 200) + Array(repeating: 0x61, count: 150) + [0x41]]
         for c in characters { probes.append([0x61, c, 0x41, c, c, 0x7A]) }
+        for first in characters {
+            for second in characters { probes.append([first, second]) }
+        }
         for probe in probes {
             var fast: [UInt8] = []
             let made = probe.withUnsafeBufferPointer { append(utf8: $0, to: &fast) }
@@ -99,6 +104,14 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
     /// and leaves `buffer` as it was if a byte is not in the table (then ICU must make the key).
     @inline(__always)
     func append(utf8: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) -> Bool {
+        // The same length limit as ICU's path, so whether a string gets a key never depends on its characters.
+        guard utf8.count <= ICUCollator.maximumStringLength else { return false }
+        return entries.withUnsafeBufferPointer { entries in append(utf8: utf8, to: &buffer, table: entries) }
+    }
+
+    @inline(__always)
+    private func append(utf8: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8],
+                        table entries: UnsafeBufferPointer<UInt64>) -> Bool {
         var primaryLength = 0
         for byte in utf8 {
             guard byte < 0x80 else { return false }
@@ -131,30 +144,14 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
                         continue
                     }
                     if commons != 0 {
-                        commons -= 1
-                        while commons >= Common.tertiaryMaxCount {
-                            base.storeBytes(of: Common.tertiaryMiddle, toByteOffset: t, as: UInt8.self)
-                            t += 1
-                            commons -= Common.tertiaryMaxCount
-                        }
-                        base.storeBytes(of: Common.tertiaryHigh - UInt8(commons), toByteOffset: t, as: UInt8.self)
-                        t += 1
+                        writeCommonRun(base, &t, commons) { Common.tertiaryHigh - UInt8($0) }
                         commons = 0
                     }
                     base.storeBytes(of: UInt16(truncatingIfNeeded: entry >> 40).littleEndian, toByteOffset: t,
                                     as: UInt16.self)
                     t += tertiaryLength
                 }
-                if commons != 0 {
-                    commons -= 1
-                    while commons >= Common.tertiaryMaxCount {
-                        base.storeBytes(of: Common.tertiaryMiddle, toByteOffset: t, as: UInt8.self)
-                        t += 1
-                        commons -= Common.tertiaryMaxCount
-                    }
-                    base.storeBytes(of: Common.byte + UInt8(commons), toByteOffset: t, as: UInt8.self)
-                    t += 1
-                }
+                if commons != 0 { writeCommonRun(base, &t, commons) { Common.byte + UInt8($0) } }
                 base.storeBytes(of: 0x00 as UInt8, toByteOffset: t, as: UInt8.self)
                 // The secondary level between the two separators: every weight is common.
                 base.storeBytes(of: 0x01 as UInt8, toByteOffset: p, as: UInt8.self)
@@ -173,5 +170,20 @@ struct ASCIISortKey: @unchecked Sendable {  // `entries` is written once, before
             }
         }
         return true
+    }
+
+    /// Writes a run of `count` common tertiary weights at `t`: a middle byte per full 97, then `last(rest)`
+    /// (counting down from the high byte before an uncommon weight, up from the common byte at the level's end).
+    @inline(__always)
+    private func writeCommonRun(_ base: UnsafeMutableRawPointer, _ t: inout Int, _ count: Int,
+                                last: (Int) -> UInt8) {
+        var rest = count - 1
+        while rest >= Common.tertiaryMaxCount {
+            base.storeBytes(of: Common.tertiaryMiddle, toByteOffset: t, as: UInt8.self)
+            t += 1
+            rest -= Common.tertiaryMaxCount
+        }
+        base.storeBytes(of: last(rest), toByteOffset: t, as: UInt8.self)
+        t += 1
     }
 }

@@ -92,10 +92,13 @@ enum ICUCollator {
         return made ? key : nil
     }
 
+    /// The longest string, in UTF-8 bytes, that gets a sort key: a quarter of `Int32.max` leaves room for ICU's
+    /// UTF-16 copy and for keys longer than their text.
+    static let maximumStringLength = Int(Int32.max / 4)
+
     /// ``appendSortKey(utf8:to:)`` by ICU, whatever the string.
     static func appendICUSortKey(utf8: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]) -> Bool {
-        // A quarter of Int32.max leaves room for ICU's UTF-16 copy and for keys longer than their text.
-        guard utf8.count <= Int(Int32.max / 4) else { return false }
+        guard utf8.count <= maximumStringLength else { return false }
         // Measured on ICU 72: lowercase ASCII needs length + 5 bytes, all-caps 2 × length + 4, CJK about
         // 2 × length / 3 + 5. Rare expansions (U+FDFA: 3 bytes of text, 47 of key) take a second call.
         var capacity = 2 * utf8.count + 16
