@@ -97,7 +97,7 @@ extension BTree {
             i += 1
         }
         guard !children.isEmpty else { return [] }
-        let runs = NodeWriter.evenRuns(sizes: children.map(\.encodedSize), nodeSize: configuration.nodeSize)
+        let runs = NodeWriter.evenRuns(sizes: children.map(\.encodedSize), nodeSize: configuration.innerNodeSize)
         var out: [ChildEntry] = []
         for run in runs { out.append(try nodes.writeInner(children[run])) }
         return out

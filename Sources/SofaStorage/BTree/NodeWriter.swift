@@ -213,7 +213,8 @@ package struct NodeWriter {
     package mutating func buildUpperLevels(_ children: [ChildEntry]) throws -> ChildEntry? {
         var level = children
         while level.count > 1 {
-            let runs = NodeWriter.evenRuns(sizes: level.map(NodeWriter.innerEntrySize), nodeSize: configuration.nodeSize)
+            let runs = NodeWriter.evenRuns(sizes: level.map(NodeWriter.innerEntrySize),
+                                           nodeSize: configuration.innerNodeSize)
             var next: [ChildEntry] = []
             next.reserveCapacity(runs.count)
             for run in runs { next.append(try writeInner(level[run])) }
