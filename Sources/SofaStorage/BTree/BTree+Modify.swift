@@ -143,6 +143,7 @@ private struct FlatActions {
 
     init(_ actions: ArraySlice<BTreeAction>) {
         items.reserveCapacity(actions.count)
+        storage.reserveCapacity(actions.reduce(0) { $0 + $1.key.count + ($1.value?.count ?? 0) })
         for a in actions {
             let k = storage.count..<(storage.count + a.key.count)
             storage.append(contentsOf: a.key)

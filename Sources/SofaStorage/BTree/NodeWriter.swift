@@ -50,33 +50,63 @@ package struct NodeWriter {
     }
 
     /// Writes one leaf holding `entries` (ascending, at least one) and returns its entry for the parent.
+    ///
+    /// The payload is encoded straight into an allocation of its exact size, which the node cache then takes
+    /// over (write-through) without a copy or a parse.
     package mutating func writeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
     ) throws -> ChildEntry {
         precondition(!entries.isEmpty)
+        var total = varintSize(UInt64(entries.count))
+        for e in entries { total += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
         var layout: [Node.Layout] = []
         if cachesLeaves { layout.reserveCapacity(entries.count) }
-        scratch.removeAll(keepingCapacity: true)
-        scratch.appendVarint(UInt64(entries.count))
+        var at = storeVarint(UInt64(entries.count), at: bytes)
         for e in entries {
-            scratch.appendVarint(UInt64(e.key.count))
-            let keyStart = scratch.count
-            scratch.append(contentsOf: e.key)
-            scratch.appendVarint(UInt64(e.value.count))
+            at = storeVarint(UInt64(e.key.count), at: at)
+            let keyStart = at - bytes
+            if e.key.count > 0 { at.copyMemory(from: e.key.baseAddress!, byteCount: e.key.count) }
+            at = storeVarint(UInt64(e.value.count), at: at + e.key.count)
             if cachesLeaves {
                 layout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(e.key.count),
-                                          valueStart: Int32(scratch.count), valueLength: Int32(e.value.count)))
+                                          valueStart: Int32(at - bytes), valueLength: Int32(e.value.count)))
             }
-            scratch.append(contentsOf: e.value)
+            if e.value.count > 0 { at.copyMemory(from: e.value.baseAddress!, byteCount: e.value.count) }
+            at += e.value.count
         }
-        let reduction = try configuration.reducer?.reduce(entries) ?? []
-        let (offset, length) = try scratch.withUnsafeBytes {
-            try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
+        precondition(at - bytes == total)
+        let offset: UInt64, length: Int, reduction: [UInt8]
+        do {
+            reduction = try configuration.reducer?.reduce(entries) ?? []
+            (offset, length) = try file.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: bytes, count: total),
+                                               compress: configuration.compress)
+        } catch {
+            bytes.deallocate()
+            throw error
         }
-        if cachesLeaves { cacheWrittenNode(at: offset, length: length, kind: .leaf, layout: layout, children: []) }
+        if cachesLeaves {
+            let payload = ChunkPayload(taking: bytes, count: total, offset: offset, kind: .leaf, fileLength: length)
+            file.nodeCache.insert(Node(payload: payload, isLeaf: true, layout: layout, children: []), at: offset)
+        } else {
+            bytes.deallocate()
+        }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Stores `value` as a varint at `p` and returns the position after it.
+    private func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        var v = value
+        var q = p
+        while v >= 0x80 {
+            q.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
+            q += 1
+            v >>= 7
+        }
+        q.storeBytes(of: UInt8(v), as: UInt8.self)
+        return q + 1
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
