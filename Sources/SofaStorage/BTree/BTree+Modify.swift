@@ -57,6 +57,8 @@ extension BTree {
     private func modify(_ offset: UInt64, _ actions: ArraySlice<BTreeAction>,
                         nodes: inout NodeWriter) throws -> [ChildEntry] {
         let node = try node(at: offset)
+        // This node is about to be replaced: its cached copy serves no newer commit.
+        defer { file.nodeCache.remove(at: offset) }
         if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
         // Untouched children are kept as references into `node`: their entries are copied byte for byte.
         var children: [InnerEntry] = []
