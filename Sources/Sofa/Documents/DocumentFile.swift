@@ -24,6 +24,8 @@ final class DocumentFile: @unchecked Sendable {
     static let metadataVersion: UInt8 = 1
     /// The longest document ID, in UTF-8 bytes.
     static let maximumIDLength = 1024
+    /// The uncompressed size inner nodes of both trees are filled to (leaves: 8 KiB by-ID, 4 KiB by-sequence).
+    static let innerNodeSize = 2048
     /// The largest serialized body accepted (64 MiB).
     static let maximumBodySize = 64 << 20
 
@@ -49,8 +51,12 @@ final class DocumentFile: @unchecked Sendable {
         current = Lock(storage)
         self.revisionDepth = revisionDepth
         self.inlineBodyLimit = inlineBodyLimit
-        byIDConfiguration = BTreeConfiguration(nodeSize: 8192, compress: true, reducer: DocumentCountReducer())
-        bySequenceConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
+        // Inner nodes of 2 KiB: a single-document commit rewrites one leaf and one inner node per level of each
+        // tree, and at 1M documents 2 KiB inner nodes make that path 8 KiB instead of 13 (BENCHMARKS.md §1.x).
+        byIDConfiguration = BTreeConfiguration(nodeSize: 8192, innerNodeSize: DocumentFile.innerNodeSize,
+                                               compress: true, reducer: DocumentCountReducer())
+        bySequenceConfiguration = BTreeConfiguration(nodeSize: 4096, innerNodeSize: DocumentFile.innerNodeSize,
+                                                     compress: true)
         // Reject unreadable metadata now rather than on the first read.
         _ = try DocumentFile.lastSequence(in: storage.latestCommit, path: path)
     }

@@ -225,6 +225,10 @@ struct DocumentCountReducer: Reducer {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> Counts {
+        // Most reductions are three one-byte varints (a leaf's counts); an inner node rereduces hundreds of them.
+        if bytes.count == 3, bytes[0] < 0x80, bytes[1] < 0x80, bytes[2] < 0x80 {
+            return Counts(live: UInt64(bytes[0]), deleted: UInt64(bytes[1]), conflicted: UInt64(bytes[2]))
+        }
         var r = ByteReader(bytes, fileOffset: 0, path: "by-ID reduction")
         let c = Counts(live: try r.readVarint(), deleted: try r.readVarint(), conflicted: try r.readVarint())
         guard r.isAtEnd else { throw r.corruption("by-ID reduction has trailing bytes") }

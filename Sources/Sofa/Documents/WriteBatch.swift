@@ -21,12 +21,12 @@ final class WriteBatch {
     let startSequence: UInt64
     var lastSequence: UInt64
     /// Changed documents by UTF-8 ID (bytes, not `String`: Swift's `String` equality is canonical
-    /// equivalence, and two IDs that differ in bytes are different documents).
-    var pending: [DocumentKey: Pending] = [:]
-    /// The pending IDs in first-write order, and whether that order is ascending (bulk loads usually are),
-    /// so a flush sorts only when it must.
-    var pendingOrder: [[UInt8]] = []
-    var pendingOrderIsSorted = true
+    /// equivalence, and two IDs that differ in bytes are different documents): their index in `changes`.
+    var pending: [DocumentKey: Int] = [:]
+    /// The changed documents in first-write order with their latest state, and whether that order is
+    /// ascending (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
+    var changes: [(id: [UInt8], state: Pending)] = []
+    var changesAreSorted = true
     var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
@@ -50,7 +50,7 @@ final class WriteBatch {
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
     func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
-        if let p = pending[DocumentKey(id)] { return (p.record, p.storedSequence) }
+        if let i = pending[DocumentKey(id)] { return (changes[i].state.record, changes[i].state.storedSequence) }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
             if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
@@ -91,15 +91,14 @@ final class WriteBatch {
     }
 
     private func applyPending() throws {
-        var ids = pendingOrder
-        if !pendingOrderIsSorted { ids.sort { compareArrays($0, $1) < 0 } }
+        // A sorted copy: `pending` indexes `changes` as it is, and must stay right if this flush fails.
+        let ordered = changesAreSorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var byIDActions: [BTreeAction] = []
-        byIDActions.reserveCapacity(ids.count)
+        byIDActions.reserveCapacity(ordered.count)
         var removed: [UInt64] = []
         var added: [(UInt64, [UInt8])] = []
-        added.reserveCapacity(ids.count)
-        for id in ids {
-            let p = pending[DocumentKey(id)]!
+        added.reserveCapacity(ordered.count)
+        for (id, p) in ordered {
             byIDActions.append(.put(id, p.record.encoded()))
             if let old = p.storedSequence, old != p.record.sequence { removed.append(old) }
             added.append((p.record.sequence, id))
@@ -112,8 +111,8 @@ final class WriteBatch {
         byID = try byID.modified(by: byIDActions)
         bySequence = try bySequence.modified(by: bySequenceActions)
         pending.removeAll(keepingCapacity: true)
-        pendingOrder.removeAll(keepingCapacity: true)
-        pendingOrderIsSorted = true
+        changes.removeAll(keepingCapacity: true)
+        changesAreSorted = true
         pendingBytes = 0
     }
 }
@@ -164,11 +163,16 @@ extension DocumentFile {
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
-        let previous = batch.pending.updateValue(
-            WriteBatch.Pending(record: record, storedSequence: storedSequence), forKey: DocumentKey(id))
-        if previous == nil {
-            if let last = batch.pendingOrder.last, compareArrays(last, id) >= 0 { batch.pendingOrderIsSorted = false }
-            batch.pendingOrder.append(id)
+        let state = WriteBatch.Pending(record: record, storedSequence: storedSequence)
+        let key = DocumentKey(id)
+        // One hash operation for a document new to the batch (the common case); a second one puts the index
+        // back for a document changed again.
+        if let earlier = batch.pending.updateValue(batch.changes.count, forKey: key) {
+            batch.pending[key] = earlier
+            batch.changes[earlier].state = state
+        } else {
+            if let last = batch.changes.last, compareArrays(last.id, id) >= 0 { batch.changesAreSorted = false }
+            batch.changes.append((id, state))
             batch.pendingBytes += id.count + 64
         }
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }

@@ -57,32 +57,49 @@ extension BTree {
     private func modify(_ offset: UInt64, _ actions: ArraySlice<BTreeAction>,
                         nodes: inout NodeWriter) throws -> [ChildEntry] {
         let node = try node(at: offset)
+        // This node is about to be replaced: its cached copy serves no newer commit.
+        defer { file.nodeCache.remove(at: offset) }
         if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
-        var children: [ChildEntry] = []
+        // Untouched children are kept as references into `node`: their entries are copied byte for byte.
+        var children: [InnerEntry] = []
         children.reserveCapacity(node.count + 2)
+        func keep(_ i: Int) {
+            children.append(node.hasShortestKeyLengths ? .kept(node, i)
+                                : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
+        }
+        var i = 0
         var next = actions.startIndex
-        for i in 0..<node.count {
-            // Actions for child i: keys ≤ its largest key (all remaining ones for the last child).
-            var end = next
-            if i == node.count - 1 {
+        while next < actions.endIndex {
+            // The child holding the next action's key (binary search: a small batch skips the other children
+            // without comparing), then every further action up to that child's largest key (all remaining ones
+            // for the last child).
+            let c = actions[next].key.withUnsafeBytes { node.childIndex(for: $0) }
+            while i < c {
+                keep(i)
+                i += 1
+            }
+            var end = next + 1
+            if c == node.count - 1 {
                 end = actions.endIndex
             } else {
-                let separator = node.key(i)
+                let separator = node.key(c)
                 while end < actions.endIndex,
                       actions[end].key.withUnsafeBytes({ compareBytes($0, separator) }) <= 0 {
                     end += 1
                 }
             }
-            if end == next {
-                children.append(ChildEntry(key: Array(node.key(i)), pointer: node.child(i)))
-            } else {
-                children.append(contentsOf: try modify(node.childOffset(i), actions[next..<end], nodes: &nodes))
+            for entry in try modify(node.childOffset(c), actions[next..<end], nodes: &nodes) {
+                children.append(.written(entry))
             }
+            i = c + 1
             next = end
         }
+        while i < node.count {
+            keep(i)
+            i += 1
+        }
         guard !children.isEmpty else { return [] }
-        let runs = NodeWriter.evenRuns(sizes: children.map(NodeWriter.innerEntrySize),
-                                       nodeSize: configuration.nodeSize)
+        let runs = NodeWriter.evenRuns(sizes: children.map(\.encodedSize), nodeSize: configuration.innerNodeSize)
         var out: [ChildEntry] = []
         for run in runs { out.append(try nodes.writeInner(children[run])) }
         return out
@@ -128,6 +145,7 @@ private struct FlatActions {
 
     init(_ actions: ArraySlice<BTreeAction>) {
         items.reserveCapacity(actions.count)
+        storage.reserveCapacity(actions.reduce(0) { $0 + $1.key.count + ($1.value?.count ?? 0) })
         for a in actions {
             let k = storage.count..<(storage.count + a.key.count)
             storage.append(contentsOf: a.key)

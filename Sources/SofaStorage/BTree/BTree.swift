@@ -3,15 +3,21 @@ public struct BTreeConfiguration: Sendable {
     /// The uncompressed size a node is filled up to before a new one starts (bytes). A node holding a single
     /// entry larger than this is allowed.
     public var nodeSize: Int
+    /// The same for inner nodes. Smaller inner nodes make the path a small batch rewrites (a leaf and one
+    /// inner node per level, each rewritten whole) cheaper to encode, compress and sync, for a deeper tree.
+    public var innerNodeSize: Int
     /// Whether nodes are stored LZ4-compressed (when that saves space).
     public var compress: Bool
     /// The reduction kept with every subtree, or `nil` for row counts only.
     public var reducer: (any Reducer)?
 
-    /// A configuration; 4 KiB nodes by default, compressed.
-    public init(nodeSize: Int = 4096, compress: Bool = true, reducer: (any Reducer)? = nil) {
-        precondition(nodeSize >= 128, "nodeSize must be at least 128 bytes")
+    /// A configuration; 4 KiB nodes by default (inner nodes as large as leaves unless `innerNodeSize` is
+    /// given), compressed.
+    public init(nodeSize: Int = 4096, innerNodeSize: Int? = nil, compress: Bool = true,
+                reducer: (any Reducer)? = nil) {
+        precondition(nodeSize >= 128 && (innerNodeSize ?? nodeSize) >= 128, "node sizes must be at least 128 bytes")
         self.nodeSize = nodeSize
+        self.innerNodeSize = innerNodeSize ?? nodeSize
         self.compress = compress
         self.reducer = reducer
     }

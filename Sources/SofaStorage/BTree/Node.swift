@@ -17,7 +17,7 @@ package final class Node: @unchecked Sendable {
     package let isLeaf: Bool
     package let count: Int
     /// Where each entry's key and value (leaf) or reduction (inner) sit in the payload.
-    private struct Layout {
+    package struct Layout {
         var keyStart: Int32
         var keyLength: Int32
         var valueStart: Int32
@@ -25,7 +25,7 @@ package final class Node: @unchecked Sendable {
     }
 
     /// Inner nodes only: the pointer fields other than the reduction.
-    private struct Child {
+    package struct Child {
         var offset: UInt64
         var rows: UInt64
         var size: UInt64
@@ -33,6 +33,9 @@ package final class Node: @unchecked Sendable {
 
     private let layout: [Layout]
     private let children: [Child]
+    /// Every key's length prefix is the shortest varint for it (always so for nodes Sofa writes; a reader
+    /// accepts longer ones), so ``encodedEntryRange(_:)`` can find where an entry starts.
+    package let hasShortestKeyLengths: Bool
 
     /// Decodes and validates a node chunk's payload.
     ///
@@ -44,6 +47,7 @@ package final class Node: @unchecked Sendable {
         self.isLeaf = isLeaf
         var layout: [Layout] = []
         var children: [Child] = []
+        var shortest = true
         try payload.withUnsafeBytes { bytes in
             var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
             let n = try r.readLength(limit: bytes.count)
@@ -51,8 +55,10 @@ package final class Node: @unchecked Sendable {
             layout.reserveCapacity(n)
             if !isLeaf { children.reserveCapacity(n) }
             for _ in 0..<n {
+                let entryStart = r.position
                 let key = try r.readLengthPrefixed()
                 let keyStart = Int32(key.baseAddress! - bytes.baseAddress!)
+                if Int(keyStart) - entryStart != varintSize(UInt64(key.count)) { shortest = false }
                 if !isLeaf {
                     let childAt = r.position
                     let offset: UInt64 = try r.readLittleEndian()
@@ -76,6 +82,28 @@ package final class Node: @unchecked Sendable {
         count = layout.count
         self.layout = layout
         self.children = children
+        hasShortestKeyLengths = shortest
+    }
+
+    /// A node its writer has just encoded into `payload`, with the entry positions and child fields the
+    /// encoder recorded (``NodeWriter``): the same node ``init(payload:isLeaf:path:)`` would decode, without
+    /// parsing the bytes again for the write-through cache.
+    package init(payload: ChunkPayload, isLeaf: Bool, layout: [Layout], children: [Child]) {
+        precondition(!layout.isEmpty && (isLeaf ? children.isEmpty : children.count == layout.count))
+        self.payload = payload
+        self.isLeaf = isLeaf
+        count = layout.count
+        self.layout = layout
+        self.children = children
+        hasShortestKeyLengths = true
+    }
+
+    /// Inner nodes: where entry `i`'s encoded bytes (key length, key, node pointer) lie in the payload, which
+    /// a rewrite of this node copies unchanged for a child it does not touch. Only valid when
+    /// ``hasShortestKeyLengths``: the entry's start is then the key's start less its length prefix's size.
+    package func encodedEntryRange(_ i: Int) -> Range<Int> {
+        let l = layout[i]
+        return (Int(l.keyStart) - varintSize(UInt64(l.keyLength)))..<Int(l.valueStart + l.valueLength)
     }
 
     /// Approximate memory held, for the cache's budget: the owned payload, the entry layout (16 bytes per
@@ -86,6 +114,9 @@ package final class Node: @unchecked Sendable {
         (payload.isOwned ? payload.count : 0) + count * MemoryLayout<Layout>.stride
             + children.count * MemoryLayout<Child>.stride + 160
     }
+
+    /// Where entry `i`'s key and value (or reduction) lie in the payload.
+    package func entryLayout(_ i: Int) -> Layout { layout[i] }
 
     /// The key of entry `i`. Valid while this node lives.
     package func key(_ i: Int) -> UnsafeRawBufferPointer {

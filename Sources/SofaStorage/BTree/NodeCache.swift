@@ -129,6 +129,23 @@ package final class NodeCache: Sendable {
         return node
     }
 
+    /// Forgets the node at `offset`, if cached: a batch that rewrote it leaves a copy the newest commit no
+    /// longer reaches (an older snapshot that still does reads it again from the file). Its memory then goes
+    /// to the rewritten nodes, instead of the process growing by the path each small commit rewrites.
+    package func remove(at offset: UInt64) {
+        let removed = state.withLock { s -> Node? in
+            guard !s.keys.isEmpty else { return nil }
+            let mask = s.keys.count - 1
+            var i = NodeCache.home(offset, mask)
+            while s.keys[i] != 0 {
+                if s.keys[i] == offset { return NodeCache.delete(at: i, from: &s) }
+                i = (i + 1) & mask
+            }
+            return nil
+        }
+        _ = removed  // released here, outside the lock
+    }
+
     /// Forgets every node (the file is closing).
     package func removeAll() {
         let old = state.withLock { s -> State in

@@ -4,6 +4,24 @@ package struct ChildEntry {
     package var pointer: NodePointer
 }
 
+/// One entry of an inner node being written: a child a batch did not touch, whose encoded entry is copied
+/// from its old node's bytes (no key or reduction array is made for it), or a child the batch wrote.
+package enum InnerEntry {
+    /// Entry `Int` of an inner node, copied as it is encoded there (the node must have
+    /// ``Node/hasShortestKeyLengths``).
+    case kept(Node, Int)
+    /// A child given by its key and pointer.
+    case written(ChildEntry)
+
+    /// Bytes the entry takes in a node payload.
+    var encodedSize: Int {
+        switch self {
+        case .kept(let node, let i): node.encodedEntryRange(i).count
+        case .written(let c): NodeWriter.innerEntrySize(c)
+        }
+    }
+}
+
 /// Encodes nodes, appends them to the file and computes their pointers (row count, size, reduction).
 /// Shared by batch modify and bulk load, so both write byte-identical nodes.
 package struct NodeWriter {
@@ -32,18 +50,63 @@ package struct NodeWriter {
     }
 
     /// Writes one leaf holding `entries` (ascending, at least one) and returns its entry for the parent.
+    ///
+    /// The payload is encoded straight into an allocation of its exact size, which the node cache then takes
+    /// over (write-through) without a copy or a parse.
     package mutating func writeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
     ) throws -> ChildEntry {
         precondition(!entries.isEmpty)
-        let reduction = try encodeLeaf(entries, into: &scratch)
-        let (offset, length) = try scratch.withUnsafeBytes {
-            try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
+        var total = varintSize(UInt64(entries.count))
+        for e in entries { total += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
+        var layout: [Node.Layout] = []
+        if cachesLeaves { layout.reserveCapacity(entries.count) }
+        var at = storeVarint(UInt64(entries.count), at: bytes)
+        for e in entries {
+            at = storeVarint(UInt64(e.key.count), at: at)
+            let keyStart = at - bytes
+            if e.key.count > 0 { at.copyMemory(from: e.key.baseAddress!, byteCount: e.key.count) }
+            at = storeVarint(UInt64(e.value.count), at: at + e.key.count)
+            if cachesLeaves {
+                layout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(e.key.count),
+                                          valueStart: Int32(at - bytes), valueLength: Int32(e.value.count)))
+            }
+            if e.value.count > 0 { at.copyMemory(from: e.value.baseAddress!, byteCount: e.value.count) }
+            at += e.value.count
         }
-        if cachesLeaves { try cacheWrittenNode(at: offset, length: length, kind: .leaf) }
+        precondition(at - bytes == total)
+        let offset: UInt64, length: Int, reduction: [UInt8]
+        do {
+            reduction = try configuration.reducer?.reduce(entries) ?? []
+            (offset, length) = try file.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: bytes, count: total),
+                                               compress: configuration.compress)
+        } catch {
+            bytes.deallocate()
+            throw error
+        }
+        if cachesLeaves {
+            let payload = ChunkPayload(taking: bytes, count: total, offset: offset, kind: .leaf, fileLength: length)
+            file.nodeCache.insert(Node(payload: payload, isLeaf: true, layout: layout, children: []), at: offset)
+        } else {
+            bytes.deallocate()
+        }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Stores `value` as a varint at `p` and returns the position after it.
+    private func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        var v = value
+        var q = p
+        while v >= 0x80 {
+            q.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
+            q += 1
+            v >>= 7
+        }
+        q.storeBytes(of: UInt8(v), as: UInt8.self)
+        return q + 1
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
@@ -62,38 +125,95 @@ package struct NodeWriter {
 
     /// Writes one inner node over `children` (ascending, at least one) and returns its entry for the parent.
     package mutating func writeInner(_ children: ArraySlice<ChildEntry>) throws -> ChildEntry {
-        precondition(!children.isEmpty)
+        try writeInner(children.map { InnerEntry.written($0) }[...])
+    }
+
+    /// Writes one inner node over `entries` (ascending, at least one) and returns its entry for the parent.
+    /// A kept entry's bytes are copied from its old node as they are; its reduction is read from those bytes.
+    package mutating func writeInner(_ entries: ArraySlice<InnerEntry>) throws -> ChildEntry {
+        precondition(!entries.isEmpty)
         scratch.removeAll(keepingCapacity: true)
-        scratch.appendVarint(UInt64(children.count))
+        scratch.appendVarint(UInt64(entries.count))
+        var layout: [Node.Layout] = []
+        layout.reserveCapacity(entries.count)
+        var fields: [Node.Child] = []
+        fields.reserveCapacity(entries.count)
         var rows: UInt64 = 0
         var size: UInt64 = 0
-        for c in children {
-            scratch.appendVarint(UInt64(c.key.count))
-            scratch.append(contentsOf: c.key)
-            c.pointer.encode(into: &scratch)
-            rows &+= c.pointer.rowCount
-            size &+= c.pointer.subtreeSize
+        var k = entries.startIndex
+        while k < entries.endIndex {
+            switch entries[k] {
+            case .kept(let node, let first):
+                // A run of consecutive entries of one old node is one copy; each entry's fields move by `shift`.
+                var last = first
+                while k + 1 < entries.endIndex, case .kept(let next, let i) = entries[k + 1], next === node,
+                      i == last + 1 {
+                    last = i
+                    k += 1
+                }
+                let start = node.encodedEntryRange(first).lowerBound
+                let end = node.encodedEntryRange(last).upperBound
+                let shift = Int32(scratch.count - start)
+                scratch.append(contentsOf: UnsafeRawBufferPointer(start: node.payload.base + start, count: end - start))
+                for i in first...last {
+                    let child = Node.Child(offset: node.childOffset(i), rows: node.childRowCount(i),
+                                           size: node.childSubtreeSize(i))
+                    fields.append(child)
+                    var l = node.entryLayout(i)
+                    l.keyStart += shift
+                    l.valueStart += shift
+                    layout.append(l)
+                    rows &+= child.rows
+                    size &+= child.size
+                }
+            case .written(let c):
+                scratch.appendVarint(UInt64(c.key.count))
+                let keyStart = scratch.count
+                scratch.append(contentsOf: c.key)
+                c.pointer.encode(into: &scratch)
+                fields.append(Node.Child(offset: c.pointer.offset, rows: c.pointer.rowCount,
+                                         size: c.pointer.subtreeSize))
+                layout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(c.key.count),
+                                          valueStart: Int32(scratch.count - c.pointer.reduction.count),
+                                          valueLength: Int32(c.pointer.reduction.count)))
+                rows &+= c.pointer.rowCount
+                size &+= c.pointer.subtreeSize
+            }
+            k += 1
         }
         var reduction: [UInt8] = []
         if let reducer = configuration.reducer {
-            reduction = try rereduce(children.map(\.pointer.reduction), with: reducer)
+            // Every child's reduction is in the payload just encoded: rereduce views of it, copying none.
+            reduction = try scratch.withUnsafeBytes { payload in
+                try reducer.rereduce(layout.map {
+                    UnsafeRawBufferPointer(rebasing: payload[Int($0.valueStart)..<Int($0.valueStart + $0.valueLength)])
+                })
+            }
         }
         let (offset, length) = try scratch.withUnsafeBytes {
             try file.append(kind: .inner, payload: $0, compress: configuration.compress)
         }
-        try cacheWrittenNode(at: offset, length: length, kind: .inner)
+        cacheWrittenNode(at: offset, length: length, kind: .inner, layout: layout, children: fields)
         let pointer = NodePointer(offset: offset, rowCount: rows, subtreeSize: size + UInt64(length),
                                   reduction: reduction)
-        return ChildEntry(key: children.last!.key, pointer: pointer)
+        let key: [UInt8]
+        switch entries.last! {
+        case .kept(let node, let i): key = Array(node.key(i))
+        case .written(let c): key = c.key
+        }
+        return ChildEntry(key: key, pointer: pointer)
     }
 
     /// Puts the node just encoded in `scratch` into the file's cache (write-through), so reading it back
-    /// soon after — the next batch, or queries right after an index build — costs no decompression.
-    private func cacheWrittenNode(at offset: UInt64, length: Int, kind: ChunkKind) throws {
+    /// soon after — the next batch, or queries right after an index build — costs no decompression. The
+    /// encoder recorded where every entry lies, so the bytes are not parsed again.
+    private func cacheWrittenNode(at offset: UInt64, length: Int, kind: ChunkKind, layout: [Node.Layout],
+                                  children: [Node.Child]) {
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, scratch.count), alignment: 8)
         scratch.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         let payload = ChunkPayload(taking: copy, count: scratch.count, offset: offset, kind: kind, fileLength: length)
-        file.nodeCache.insert(try Node(payload: payload, isLeaf: kind == .leaf, path: file.path), at: offset)
+        file.nodeCache.insert(Node(payload: payload, isLeaf: kind == .leaf, layout: layout, children: children),
+                              at: offset)
     }
 
     /// Splits items of the given sizes into runs of about equal size — `ceil(total / nodeSize)` runs, each
@@ -123,7 +243,8 @@ package struct NodeWriter {
     package mutating func buildUpperLevels(_ children: [ChildEntry]) throws -> ChildEntry? {
         var level = children
         while level.count > 1 {
-            let runs = NodeWriter.evenRuns(sizes: level.map(NodeWriter.innerEntrySize), nodeSize: configuration.nodeSize)
+            let runs = NodeWriter.evenRuns(sizes: level.map(NodeWriter.innerEntrySize),
+                                           nodeSize: configuration.innerNodeSize)
             var next: [ChildEntry] = []
             next.reserveCapacity(runs.count)
             for run in runs { next.append(try writeInner(level[run])) }

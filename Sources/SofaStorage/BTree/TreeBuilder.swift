@@ -132,7 +132,7 @@ public final class TreeBuilder {
             emitted.append(false)
         }
         let size = NodeWriter.innerEntrySize(entry)
-        if !levels[level].isEmpty && levelSize[level] + size > configuration.nodeSize {
+        if !levels[level].isEmpty && levelSize[level] + size > configuration.innerNodeSize {
             try flushLevel(level)
         }
         levels[level].append(entry)

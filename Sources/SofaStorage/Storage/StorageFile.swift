@@ -101,6 +101,10 @@ public final class StorageFile: @unchecked Sendable {
     /// The shortest zero tail a durable one-sync commit writes when it grows the file.
     package static let minimumZeroTail = 16 << 10
 
+    /// The bytes a zero tail is written from (the longest tail: a step, plus up to 4 KiB to a block boundary),
+    /// made once rather than per tail.
+    private static let zeros = [UInt8](repeating: 0, count: preallocationStep + 4096)
+
     /// Opens (or creates) the file at `path`.
     ///
     /// - Throws: ``SofaError`` — `.notFound`, `.locked` (another writer), `.unsupportedFormat`, `.corruption`
@@ -522,9 +526,10 @@ public final class StorageFile: @unchecked Sendable {
         guard end >= allocatedEnd else { return }
         let extra = min(UInt64(StorageFile.preallocationStep), max(UInt64(StorageFile.minimumZeroTail), end / 8))
         let target = (end + extra + 4095) / 4096 * 4096
-        let zeros = [UInt8](repeating: 0, count: Int(target - end))
         do {
-            try zeros.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(end)) }
+            try StorageFile.zeros.withUnsafeBytes { b in
+                try system.pwriteAll(fd, UnsafeRawBufferPointer(rebasing: b[..<Int(target - end)]), at: Int64(end))
+            }
             allocatedEnd = target
         } catch {
             try? system.ftruncate(fd, length: Int64(end))
