@@ -129,11 +129,9 @@ public struct QueryRow: Sendable, Equatable {
     public var document: Document? {
         guard let source else { return nil }
         if let e = entry {
-            let snapshot = source.snapshot
-            guard let record = try? DocumentRecord(decoding: e.leaf.value(e.index), path: snapshot.path) else {
-                return nil
+            return withExtendedLifetime(e.leaf) {
+                try? source.snapshot.document(id: e.documentID, entry: e.leaf.value(e.index), revision: nil)
             }
-            return try? snapshot.document(id: e.documentID, record: record, revision: nil)
         }
         guard let documentID else { return nil }
         return try? source.snapshot.document(id: documentID)
