@@ -44,10 +44,7 @@ package final class Lock<Value: Sendable>: @unchecked Sendable {
         return try body(&value)
     }
     #else
-    // Visible to inlined callers: `withLock` is inlinable so that another module (Sofa) gets it specialized
-    // for its own value types instead of calling the generic version, which instantiates `Mutex` metadata at
-    // run time on every call.
-    @usableFromInline package let mutex: Mutex<Value>
+    private let mutex: Mutex<Value>
 
     /// A lock protecting `value`.
     package init(_ value: Value) {
@@ -55,7 +52,7 @@ package final class Lock<Value: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the value and returns what it returns.
-    @inlinable @inline(__always)
+    @inline(__always)
     package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         // The value never leaves the lock except through `body`'s result, as with `Mutex` itself.
         try mutex.withLock { (value: inout sending Value) throws(E) -> sending R in
