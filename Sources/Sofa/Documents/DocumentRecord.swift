@@ -212,17 +212,16 @@ struct RecordSummary: Sendable {
 }
 
 extension RecordSummary {
-    /// The document flags of a by-ID entry, once its summary is known to decode — checked without building it,
-    /// as a scan does for every row it hands out (the row decodes the summary again, and cannot fail, if its
-    /// value or sequence is asked for). Throws as ``init(decoding:path:)`` does.
-    static func checkedFlags(of bytes: UnsafeRawBufferPointer, path: @autoclosure () -> String) throws -> UInt8 {
+    /// The document flags of a by-ID entry with a binary winner digest, once its summary is known to decode —
+    /// checked without building it, as a scan does for every row it hands out (the row decodes the summary
+    /// again, and cannot fail, if its value or sequence is asked for). Nil otherwise: a text digest or damage,
+    /// for the full decoder to check and name.
+    static func checkedFlags(of bytes: UnsafeRawBufferPointer) -> UInt8? {
         var cursor = EntryCursor(bytes: bytes)
-        if let flags = cursor.byte(), cursor.varint() != nil, cursor.varint() != nil, let revFlags = cursor.byte(),
-           revFlags & 0x04 != 0, cursor.varint() != nil, cursor.digest() != nil {
-            return flags
-        }
-        // A text digest (or damage): the full decoder checks it and says what is wrong.
-        return try RecordSummary(decoding: bytes, path: path()).flags
+        guard let flags = cursor.byte(), cursor.varint() != nil, cursor.varint() != nil, let revFlags = cursor.byte(),
+              revFlags & 0x04 != 0, cursor.varint() != nil, cursor.digest() != nil
+        else { return nil }
+        return flags
     }
 }
 

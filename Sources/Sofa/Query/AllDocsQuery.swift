@@ -149,7 +149,8 @@ extension Query {
     private func offerEntry<Output>(leaf: Node, index: Int, source: RowSource,
                                     to collector: inout AllDocsCollector<Output>) throws -> Bool {
         let entry = leaf.value(index)
-        let flags = try RecordSummary.checkedFlags(of: entry, path: source.snapshot.path)
+        let flags = try RecordSummary.checkedFlags(of: entry)
+            ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
         let isDeleted = flags & DocumentRecord.flagDeleted != 0
         let isConflicted = flags & DocumentRecord.flagConflicted != 0
         switch allDocsMode {

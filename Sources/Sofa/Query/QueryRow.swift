@@ -28,6 +28,13 @@ public struct QueryRow: Sendable, Equatable {
 
         var documentID: String { String(decoding: leaf.key(index), as: UTF8.self) }
 
+        /// The document the entry holds, as of `snapshot` (the query's); nil when it cannot be read.
+        func document(in snapshot: DocumentSnapshot) -> Document? {
+            withExtendedLifetime(leaf) {
+                try? snapshot.document(id: documentID, entry: leaf.value(index), revision: nil)
+            }
+        }
+
         /// The entry's summary. The query decoded (and so checked) it when it took the row, from bytes the
         /// immutable leaf still holds, so decoding it again cannot fail.
         var summary: RecordSummary {
@@ -90,21 +97,20 @@ public struct QueryRow: Sendable, Equatable {
 
     /// The ID of the document the row stands for (nil for a reduced row).
     public var documentID: String? {
-        guard let e = entry else { return givenDocumentID }
-        return e.documentID
+        // Optional chaining reads the entry in place; `if let e = entry` would copy it (a leaf retain and
+        // release per row of a scan).
+        entry?.documentID ?? givenDocumentID
     }
 
     /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
     /// redirects with `_id`.
     public var sourceDocumentID: String? {
-        guard let e = entry else { return givenSourceDocumentID }
-        return e.documentID
+        entry?.documentID ?? givenSourceDocumentID
     }
 
     /// The document's sequence when the row was read (0 for a reduced row).
     public var sequenceNumber: UInt64 {
-        guard let e = entry else { return givenSequence }
-        return e.summary.sequence
+        entry?.summary.sequence ?? givenSequence
     }
 
     /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
@@ -128,11 +134,7 @@ public struct QueryRow: Sendable, Equatable {
     /// the entry it holds, without looking the ID up again.
     public var document: Document? {
         guard let source else { return nil }
-        if let e = entry {
-            return withExtendedLifetime(e.leaf) {
-                try? source.snapshot.document(id: e.documentID, entry: e.leaf.value(e.index), revision: nil)
-            }
-        }
+        if case .some = entry { return entry?.document(in: source.snapshot) }  // read in place, not copied
         guard let documentID else { return nil }
         return try? source.snapshot.document(id: documentID)
     }
