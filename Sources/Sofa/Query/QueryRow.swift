@@ -22,7 +22,7 @@ public struct QueryRow: Sendable, Equatable {
     /// values nobody reads.
     package struct Entry: Sendable {
         let leaf: Node
-        let index: Int
+        var index: Int
         /// Whether the key is the sequence (``AllDocsMode/bySequence``) rather than the ID.
         let keyIsSequence: Bool
 
@@ -56,7 +56,7 @@ public struct QueryRow: Sendable, Equatable {
     private let givenSourceDocumentID: String?
     private let givenSequence: UInt64
     private let givenConflicts: [String]
-    private let entry: Entry?
+    private var entry: Entry?
     package let source: RowSource?
 
     package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
@@ -81,6 +81,16 @@ public struct QueryRow: Sendable, Equatable {
         givenConflicts = []
         self.entry = entry
         self.source = source
+    }
+
+    /// Whether this is an all-documents row of an entry of `leaf`.
+    func holdsEntry(of leaf: Node) -> Bool { entry?.leaf === leaf }
+
+    /// Makes this all-documents row the row of entry `index` of the same leaf: a streaming scan hands out one
+    /// row value per leaf, moved along, instead of making (and destroying) one per entry. Copies taken of the
+    /// row before are values of their own and keep the entry they had.
+    mutating func moveEntry(to index: Int) {
+        entry!.index = index
     }
 
     /// The row's key.
