@@ -54,9 +54,33 @@ extension Query {
             } else if allDocsMode == .bySequence {
                 try scanBySequence(source, into: &collector)
             } else {
+                // A leaf at a time: every visited entry's flags are checked first, in one pass whose loads the
+                // CPU overlaps (at 1M documents the leaves are ~200 MB, and an entry's first touch is a cache
+                // miss), then the entries are offered.
                 let range = try idRange()
-                try snapshot.byID.forEachEntry(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, i in
-                    try offerEntry(leaf: leaf, index: i, source: source, to: &collector)
+                var flags: [UInt8] = []
+                try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
+                    flags.removeAll(keepingCapacity: true)
+                    for i in span {
+                        let entry = leaf.value(i)
+                        flags.append(try RecordSummary.checkedFlags(of: entry)
+                                     ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags)
+                    }
+                    let first = span.lowerBound
+                    if descending {
+                        for i in span.reversed()
+                        where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
+                                              to: &collector) {
+                            return false
+                        }
+                    } else {
+                        for i in span
+                        where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
+                                              to: &collector) {
+                            return false
+                        }
+                    }
+                    return true
                 }
             }
         }
@@ -151,6 +175,13 @@ extension Query {
         let entry = leaf.value(index)
         let flags = try RecordSummary.checkedFlags(of: entry)
             ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
+        return try offerEntry(leaf: leaf, index: index, flags: flags, source: source, to: &collector)
+    }
+
+    /// ``offerEntry(leaf:index:source:to:)`` for an entry whose summary was checked, giving `flags`.
+    private func offerEntry<Output>(leaf: Node, index: Int, flags: UInt8, source: RowSource,
+                                    to collector: inout AllDocsCollector<Output>) throws -> Bool {
+        let entry = leaf.value(index)
         let isDeleted = flags & DocumentRecord.flagDeleted != 0
         let isConflicted = flags & DocumentRecord.flagConflicted != 0
         switch allDocsMode {
