@@ -15,7 +15,7 @@ extension Query {
         let expected = keys?.count ?? (startKey == nil && endKey == nil ? Int(clamping: total) : 0)
         let reserved = postFilter == nil ? expected : min(expected, 1 << 16)
         store.reserveCapacity(min(limit ?? Int.max, reserved))
-        store = try scanAllDocuments(snapshot, source: source, into: store)
+        store = try scanAllDocuments(snapshot, source: source, into: consume store)
         return QueryEnumerator(store: store, sequenceNumber: snapshot.lastSequence, totalRows: Int(total),
                                database: database)
     }
@@ -40,9 +40,10 @@ extension Query {
         }
     }
 
-    /// Reads the rows the query selects, in order, into `output`, and returns it.
+    /// Reads the rows the query selects, in order, into `output`, and returns it. `output` is consumed so that
+    /// a result store's arrays stay uniquely referenced and grow in place into the capacity reserved for them.
     private func scanAllDocuments<Output: AllDocsOutput>(_ snapshot: DocumentSnapshot, source: RowSource,
-                                                         into output: Output) throws -> Output {
+                                                         into output: consuming Output) throws -> Output {
         // Without a filter, every by-ID row is output in includeDeleted mode, so the tree skips with its
         // stored counts instead of reading the skipped rows.
         let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
@@ -271,7 +272,7 @@ struct AllDocsCollector<Output: AllDocsOutput> {
     /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached.
     mutating func offer(leaf: Node, index: Int) throws -> Bool {
         if let filter,
-           !filter(QueryRow(entry: QueryRow.Entry(leaf: leaf, index: index, keyIsSequence: keyIsSequence),
+           !filter(QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index,
                             source: source)) {
             return true
         }
@@ -329,7 +330,7 @@ struct RowVisitor: AllDocsOutput {
         if current.holdsEntry(of: leaf) {
             current.moveEntry(to: index)
         } else {
-            current = QueryRow(entry: QueryRow.Entry(leaf: leaf, index: index, keyIsSequence: keyIsSequence),
+            current = QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index,
                                source: source)
         }
         try body(current)
