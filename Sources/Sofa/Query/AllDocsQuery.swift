@@ -182,7 +182,6 @@ extension Query {
     /// ``offerEntry(leaf:index:source:to:)`` for an entry whose summary was checked, giving `flags`.
     private func offerEntry<Output>(leaf: Node, index: Int, flags: UInt8, source: RowSource,
                                     to collector: inout AllDocsCollector<Output>) throws -> Bool {
-        let entry = leaf.value(index)
         let isDeleted = flags & DocumentRecord.flagDeleted != 0
         let isConflicted = flags & DocumentRecord.flagConflicted != 0
         switch allDocsMode {
@@ -193,6 +192,7 @@ extension Query {
         case .showConflicts, .onlyConflicts:
             if isDeleted || (allDocsMode == .onlyConflicts && !isConflicted) { return true }
             if isConflicted {
+                let entry = leaf.value(index)
                 let summary = try RecordSummary(decoding: entry, path: source.snapshot.path)
                 // The conflict list needs the whole revision tree: such rows are built in full.
                 let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
