@@ -35,16 +35,23 @@ import Testing
                 }
                 var keys = Set<[UInt8]>()
                 for _ in 0..<Int.random(in: 1...60, using: &rng) { keys.insert(randomKey()) }
-                let sorted = keys.sorted { a, b in a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0 }
+                let sorted = keys.sorted { a, b in
+                    a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0
+                }
                 let node = try Self.leaf(sorted)
-                for probe in (0..<40).map({ _ in Bool.random(using: &rng) ? randomKey() : Array(randomKey().dropFirst()) }) {
+                // Half the probes start with the shared prefix; the others (one byte short) mostly do not.
+                let probes = (0..<40).map { _ in
+                    Bool.random(using: &rng) ? randomKey() : Array(randomKey().dropFirst())
+                }
+                for probe in probes {
                     for strictly in [false, true] {
                         let expected = sorted.firstIndex { key in
                             let c = key.withUnsafeBytes { k in probe.withUnsafeBytes { compareBytes(k, $0) } }
                             return strictly ? c > 0 : c >= 0
                         } ?? sorted.count
                         let found = probe.withUnsafeBytes { node.lowerBound($0, strictly: strictly) }
-                        #expect(found == expected, "seed \(seed) round \(round): \(probe) in \(sorted), strictly \(strictly)")
+                        #expect(found == expected,
+                                "seed \(seed) round \(round): \(probe) in \(sorted), strictly \(strictly)")
                     }
                 }
             }
