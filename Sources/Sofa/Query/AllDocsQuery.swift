@@ -59,29 +59,29 @@ extension Query {
                 // CPU overlaps (at 1M documents the leaves are ~200 MB, and an entry's first touch is a cache
                 // miss), then the entries are offered.
                 let range = try idRange()
-                var flags: [UInt8] = []
                 try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
-                    flags.removeAll(keepingCapacity: true)
-                    for i in span {
-                        let entry = leaf.value(i)
-                        flags.append(try RecordSummary.checkedFlags(of: entry)
-                                     ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags)
-                    }
-                    let first = span.lowerBound
-                    if descending {
-                        for i in span.reversed()
-                        where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
-                                              to: &collector) {
-                            return false
+                    try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { flags in
+                        let first = span.lowerBound
+                        for i in span {
+                            let entry = leaf.value(i)
+                            flags[i - first] = try RecordSummary.checkedFlags(of: entry)
+                                ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
                         }
-                    } else {
-                        for i in span
-                        where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
-                                              to: &collector) {
-                            return false
+                        if descending {
+                            for i in span.reversed()
+                            where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
+                                                  to: &collector) {
+                                return false
+                            }
+                        } else {
+                            for i in span
+                            where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
+                                                  to: &collector) {
+                                return false
+                            }
                         }
+                        return true
                     }
-                    return true
                 }
             }
         }
