@@ -61,6 +61,17 @@ public struct Document: Sendable, Equatable {
         }
     }
 
+    /// Documents are equal when they show the same revision of the same document with the same properties and
+    /// the same revision tree (revision IDs, parents, leaves and deletions). The tree's stored bodies are not
+    /// compared: a document read from the database carries only its own revision's body.
+    public static func == (a: Document, b: Document) -> Bool {
+        a.id == b.id && a.sequence == b.sequence && a.isDeleted == b.isDeleted && a.revision == b.revision
+            && a.index == b.index && a.userProperties == b.userProperties
+            && a.tree.revisions.elementsEqual(b.tree.revisions) {
+                $0.id == $1.id && $0.parent == $1.parent && $0.deleted == $1.deleted && $0.isLeaf == $1.isLeaf
+            }
+    }
+
     /// The document at revision `index` of `record`, whose body is `body`.
     init(id: String, record: DocumentRecord, index: Int, body: JSON) {
         let r = record.tree.revisions[index]

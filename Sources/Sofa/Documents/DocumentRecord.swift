@@ -69,6 +69,62 @@ struct DocumentRecord: Sendable, Equatable {
     ///
     /// - Throws: `.corruption` when a length runs out, a flag is unknown, or the tree breaks its invariants.
     init(decoding bytes: UnsafeRawBufferPointer, path: String, offset: UInt64 = 0) throws {
+        var unused: Range<Int>?
+        try self.init(decoding: bytes, path: path, offset: offset, copyingBodies: true, bodyOf: nil, at: &unused)
+    }
+
+    /// Decodes a stored entry to read one revision of it, copying no body: every inline body is left out of
+    /// the tree (it reads as an empty inline body, so the record is for reading, never for writing back), and
+    /// the inline body of revision `wanted` (nil: the winner) is returned as its range in `bytes` — parsed
+    /// from there, a read makes no copy of it. A body kept in a value chunk stays in the tree as its offset.
+    ///
+    /// - Throws: as ``init(decoding:path:offset:)``.
+    init(decoding bytes: UnsafeRawBufferPointer, path: String, bodyOf wanted: RevisionID?,
+         at bodyRange: inout Range<Int>?) throws {
+        if let record = DocumentRecord(singleRevision: bytes, bodyOf: wanted, at: &bodyRange) {
+            self = record
+            return
+        }
+        try self.init(decoding: bytes, path: path, offset: 0, copyingBodies: false, bodyOf: wanted, at: &bodyRange)
+    }
+
+    /// The usual entry read fast, through ``EntryCursor``: one revision (a leaf without parent, not in
+    /// conflict, its deletion matching the document's flag), a binary digest, and an inline body, a chunk
+    /// offset or none. Nil for anything else, including every kind of damage: the general decoder then reads
+    /// the entry and says what is wrong.
+    private init?(singleRevision bytes: UnsafeRawBufferPointer, bodyOf wanted: RevisionID?,
+                  at bodyRange: inout Range<Int>?) {
+        var c = EntryCursor(bytes: bytes)
+        let leafWithBinaryDigest = DocumentRecord.revLeaf | DocumentRecord.revBinaryDigest
+        guard let flags = c.byte(), flags & ~DocumentRecord.flagDeleted == 0, let sequence = c.varint(),
+              c.varint() == 1, let revFlags = c.byte(),
+              revFlags & (0xC0 | DocumentRecord.revHasParent | leafWithBinaryDigest) == leafWithBinaryDigest,
+              revFlags & DocumentRecord.revDeleted == flags,
+              let generation = c.varint(), generation > 0, generation < 10_000_000_000_000_000_000,
+              let (high, low) = c.digest()
+        else { return nil }
+        let id = RevisionID(generation: generation, digest: .md5(high: high, low: low))
+        let body: StoredBody
+        switch revFlags >> DocumentRecord.bodyShift {
+        case 0: body = .empty
+        case 1:
+            guard let length = c.varint(), length <= UInt64(bytes.count - c.position) else { return nil }
+            let start = c.position
+            c.position += Int(length)
+            if wanted.map({ $0 == id }) ?? true { bodyRange = start..<c.position }
+            body = .inline([])
+        case 2:
+            guard let offset = c.varint() else { return nil }
+            body = .chunk(offset: offset)
+        default: return nil
+        }
+        guard c.position == bytes.count else { return nil }
+        self.init(sequence: sequence,
+                  tree: RevisionTree(first: id, deleted: flags & DocumentRecord.flagDeleted != 0, body: body))
+    }
+
+    private init(decoding bytes: UnsafeRawBufferPointer, path: String, offset: UInt64, copyingBodies: Bool,
+                 bodyOf wanted: RevisionID?, at bodyRange: inout Range<Int>?) throws {
         var r = ByteReader(bytes, fileOffset: offset, path: path)
         let flags = try r.readByte()
         guard flags & ~(DocumentRecord.flagDeleted | DocumentRecord.flagConflicted) == 0 else {
@@ -79,7 +135,7 @@ struct DocumentRecord: Sendable, Equatable {
         guard count > 0 else { throw r.corruption("document has no revisions") }
         var revisions: [RevisionTree.Revision] = []
         revisions.reserveCapacity(count)
-        for _ in 0..<count {
+        for i in 0..<count {
             let revFlags = try r.readByte()
             guard revFlags & 0xC0 == 0, revFlags >> DocumentRecord.bodyShift != 3 else {
                 throw r.corruption("unknown revision flags \(revFlags)")
@@ -94,7 +150,16 @@ struct DocumentRecord: Sendable, Equatable {
             if revFlags & DocumentRecord.revHasParent != 0 { parent = try r.readLength(limit: count - 1) }
             let body: StoredBody
             switch revFlags >> DocumentRecord.bodyShift {
-            case 1: body = .inline(Array(try r.readLengthPrefixed()))
+            case 1:
+                let bytesOfBody = try r.readLengthPrefixed()
+                if copyingBodies {
+                    body = .inline(Array(bytesOfBody))
+                } else {
+                    if wanted.map({ $0 == RevisionID(generation: generation, digest: digest) }) ?? (i == 0) {
+                        bodyRange = r.position - bytesOfBody.count..<r.position
+                    }
+                    body = .inline([])
+                }
             case 2: body = .chunk(offset: try r.readVarint())
             default: body = .empty
             }
@@ -143,6 +208,20 @@ struct RecordSummary: Sendable {
             var r = ByteReader(bytes, position: cursor.position, fileOffset: 0, path: path())
             winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: false))
         }
+    }
+}
+
+extension RecordSummary {
+    /// The document flags of a by-ID entry with a binary winner digest, once its summary is known to decode —
+    /// checked without building it, as a scan does for every row it hands out (the row decodes the summary
+    /// again, and cannot fail, if its value or sequence is asked for). Nil otherwise: a text digest or damage,
+    /// for the full decoder to check and name.
+    static func checkedFlags(of bytes: UnsafeRawBufferPointer) -> UInt8? {
+        var cursor = EntryCursor(bytes: bytes)
+        guard let flags = cursor.byte(), cursor.varint() != nil, cursor.varint() != nil, let revFlags = cursor.byte(),
+              revFlags & 0x04 != 0, cursor.varint() != nil, cursor.digest() != nil
+        else { return nil }
+        return flags
     }
 }
 

@@ -98,10 +98,7 @@ public struct Query: Sendable {
     ///   wrong type (all-documents keys are strings; sequence numbers for ``AllDocsMode/bySequence``); storage
     ///   errors.
     public func run() throws -> QueryEnumerator {
-        if skip < 0 { throw SofaError(.invalidArgument, "skip must not be negative") }
-        if let limit, limit < 0 { throw SofaError(.invalidArgument, "limit must not be negative") }
-        if prefixMatchLevel < 0 { throw SofaError(.invalidArgument, "prefixMatchLevel must not be negative") }
-        if groupLevel < 0 { throw SofaError(.invalidArgument, "groupLevel must not be negative") }
+        try checkArguments()
         switch source {
         case .allDocuments:
             if sortDescriptors.isEmpty { return try runAllDocuments() }
@@ -111,6 +108,37 @@ public struct Query: Sendable {
             return all.replacingRows(Query.page(Query.sorted(all.rows, by: sortDescriptors), skip: skip, limit: limit))
         case .view(let view): return try runView(view)
         }
+    }
+
+    /// Runs the query and calls `body` with each row, in order, as it is read, instead of returning a result.
+    ///
+    /// An all-documents query then reads the by-ID tree one leaf at a time and hands out each row while its
+    /// leaf is at hand: nothing is kept for the rows already seen, and every row is read once (``run()``
+    /// scans first, keeping a reference per row and every leaf, and decodes the rows again as they are
+    /// iterated). The rows are those ``run()`` returns, from one snapshot: writes made meanwhile, by `body` or
+    /// another thread, are not seen. A row may be kept after `body` returns; it holds its leaf alive. View
+    /// queries and sorted queries need all their rows first: they run as by ``run()``, then hand out the rows.
+    ///
+    /// ```swift
+    /// var ids: [String] = []
+    /// try db.createAllDocumentsQuery().forEachRow { row in ids.append(row.documentID!) }
+    /// ```
+    ///
+    /// - Parameter body: called once per row; an error it throws stops the scan and is rethrown.
+    /// - Throws: what ``run()`` throws, or what `body` throws.
+    public func forEachRow(_ body: (QueryRow) throws -> Void) throws {
+        if case .allDocuments = source, sortDescriptors.isEmpty {
+            try checkArguments()
+            return try forEachAllDocumentsRow(body)
+        }
+        for row in try run() { try body(row) }
+    }
+
+    private func checkArguments() throws {
+        if skip < 0 { throw SofaError(.invalidArgument, "skip must not be negative") }
+        if let limit, limit < 0 { throw SofaError(.invalidArgument, "limit must not be negative") }
+        if prefixMatchLevel < 0 { throw SofaError(.invalidArgument, "prefixMatchLevel must not be negative") }
+        if groupLevel < 0 { throw SofaError(.invalidArgument, "groupLevel must not be negative") }
     }
 }
 

@@ -107,7 +107,7 @@ struct RowStore: Sendable {
 
     /// The row for entry `index` of `leaf`, as it will read once added.
     func entryRow(leaf: Node, index: Int) -> QueryRow {
-        QueryRow(entry: QueryRow.Entry(leaf: leaf, index: index, keyIsSequence: keyIsSequence), source: source!)
+        QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index, source: source!)
     }
 
     mutating func reserveCapacity(_ rows: Int) {

@@ -17,20 +17,26 @@ public struct QueryRow: Sendable, Equatable {
         let id: RevisionID
     }
 
-    /// An all-documents row as its by-ID entry: the leaf holding it (which keeps its bytes alive) and its
-    /// index. The ID, key, value and document are decoded when asked for, so a scan builds no strings or
+    /// An all-documents row's by-ID leaf (which keeps its bytes alive); the row keeps the entry's index
+    /// beside it. The ID, key, value and document are decoded when asked for, so a scan builds no strings or
     /// values nobody reads.
     package struct Entry: Sendable {
         let leaf: Node
-        let index: Int
         /// Whether the key is the sequence (``AllDocsMode/bySequence``) rather than the ID.
         let keyIsSequence: Bool
 
-        var documentID: String { String(decoding: leaf.key(index), as: UTF8.self) }
+        func documentID(_ index: Int) -> String { String(decoding: leaf.key(index), as: UTF8.self) }
 
-        /// The entry's summary. The query decoded (and so checked) it when it took the row, from bytes the
-        /// immutable leaf still holds, so decoding it again cannot fail.
-        var summary: RecordSummary {
+        /// The document entry `index` holds, as of `snapshot` (the query's); nil when it cannot be read.
+        func document(_ index: Int, in snapshot: DocumentSnapshot) -> Document? {
+            withExtendedLifetime(leaf) {
+                try? snapshot.document(id: documentID(index), entry: leaf.value(index), revision: nil)
+            }
+        }
+
+        /// Entry `index`'s summary. The query checked that it decodes when it took the row, from bytes the
+        /// immutable leaf still holds, so decoding it now cannot fail.
+        func summary(_ index: Int) -> RecordSummary {
             do {
                 return try RecordSummary(decoding: leaf.value(index), path: "")
             } catch {
@@ -50,6 +56,9 @@ public struct QueryRow: Sendable, Equatable {
     private let givenSequence: UInt64
     private let givenConflicts: [String]
     private let entry: Entry?
+    /// The entry's index in `entry`'s leaf. A separate stored `var` of a plain type: making `entry` itself
+    /// mutable made copies of every row more expensive (the optimizer stopped forwarding them).
+    private var entryIndex = 0
     package let source: RowSource?
 
     package init(key: JSON, value: Value, documentID: String?, sourceDocumentID: String?, sequenceNumber: UInt64,
@@ -64,8 +73,8 @@ public struct QueryRow: Sendable, Equatable {
         self.source = source
     }
 
-    /// An all-documents row read from `entry` on demand.
-    package init(entry: Entry, source: RowSource) {
+    /// An all-documents row read from entry `index` of `entry`'s leaf on demand.
+    package init(entry: Entry, index: Int, source: RowSource) {
         givenKey = .null
         givenValue = .json(nil)
         givenDocumentID = nil
@@ -73,38 +82,48 @@ public struct QueryRow: Sendable, Equatable {
         givenSequence = 0
         givenConflicts = []
         self.entry = entry
+        entryIndex = index
         self.source = source
+    }
+
+    /// Whether this is an all-documents row of an entry of `leaf`.
+    func holdsEntry(of leaf: Node) -> Bool { entry?.leaf === leaf }
+
+    /// Makes this all-documents row the row of entry `index` of the same leaf: a streaming scan hands out one
+    /// row value per leaf, moved along, instead of making (and destroying) one per entry. Copies taken of the
+    /// row before are values of their own and keep the entry they had.
+    mutating func moveEntry(to index: Int) {
+        entryIndex = index
     }
 
     /// The row's key.
     public var key: JSON {
         guard let e = entry else { return givenKey }
-        return e.keyIsSequence ? .number(Double(e.summary.sequence)) : .string(e.documentID)
+        return e.keyIsSequence ? .number(Double(e.summary(entryIndex).sequence)) : .string(e.documentID(entryIndex))
     }
 
     package var storedValue: Value {
         guard let e = entry else { return givenValue }
-        let summary = e.summary
+        let summary = e.summary(entryIndex)
         return .revision(RevisionIDBox(id: summary.winner), deleted: summary.isDeleted)
     }
 
     /// The ID of the document the row stands for (nil for a reduced row).
     public var documentID: String? {
-        guard let e = entry else { return givenDocumentID }
-        return e.documentID
+        // Optional chaining reads the entry in place; `if let e = entry` would copy it (a leaf retain and
+        // release per row of a scan).
+        entry?.documentID(entryIndex) ?? givenDocumentID
     }
 
     /// The ID of the document that produced the row; differs from ``documentID`` only when a view's value
     /// redirects with `_id`.
     public var sourceDocumentID: String? {
-        guard let e = entry else { return givenSourceDocumentID }
-        return e.documentID
+        entry?.documentID(entryIndex) ?? givenSourceDocumentID
     }
 
     /// The document's sequence when the row was read (0 for a reduced row).
     public var sequenceNumber: UInt64 {
-        guard let e = entry else { return givenSequence }
-        return e.summary.sequence
+        entry?.summary(entryIndex).sequence ?? givenSequence
     }
 
     /// In ``AllDocsMode/showConflicts`` and ``AllDocsMode/onlyConflicts``, for a conflicted document: every
@@ -128,13 +147,7 @@ public struct QueryRow: Sendable, Equatable {
     /// the entry it holds, without looking the ID up again.
     public var document: Document? {
         guard let source else { return nil }
-        if let e = entry {
-            let snapshot = source.snapshot
-            guard let record = try? DocumentRecord(decoding: e.leaf.value(e.index), path: snapshot.path) else {
-                return nil
-            }
-            return try? snapshot.document(id: e.documentID, record: record, revision: nil)
-        }
+        if case .some = entry { return entry?.document(entryIndex, in: source.snapshot) }  // read in place, not copied
         guard let documentID else { return nil }
         return try? source.snapshot.document(id: documentID)
     }

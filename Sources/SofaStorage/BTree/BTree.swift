@@ -132,6 +132,24 @@ public struct BTree: Sendable {
         in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
         _ body: (_ leaf: Node, _ index: Int) throws -> Bool
     ) throws {
+        try forEachSpan(in: range, descending: descending, skip: skip) { leaf, span in
+            if descending {
+                for i in span.reversed() where try !body(leaf, i) { return false }
+            } else {
+                for i in span where try !body(leaf, i) { return false }
+            }
+            return true
+        }
+    }
+
+    /// ``forEachEntry(in:descending:skip:_:)`` a leaf at a time: `body` gets each leaf with the entries of it
+    /// to visit (in ascending index order; the caller visits them in descending order when `descending`), so
+    /// it can read what it needs of all of them before handling any (independent loads the CPU overlaps, where
+    /// entry-by-entry work waits for each one in turn). Stop by returning `false`.
+    package func forEachSpan(
+        in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
+        _ body: (_ leaf: Node, _ span: ClosedRange<Int>) throws -> Bool
+    ) throws {
         guard let root, !range.isEmpty else { return }
         var toSkip = skip
         _ = try visit(root.offset, low: nil, range: range, descending: descending, skip: &toSkip, body)
@@ -140,7 +158,7 @@ public struct BTree: Sendable {
     /// Returns false when `body` asked to stop.
     private func visit(
         _ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange, descending: Bool, skip: inout UInt64,
-        _ body: (Node, Int) throws -> Bool
+        _ body: (Node, ClosedRange<Int>) throws -> Bool
     ) throws -> Bool {
         let node = try node(at: offset)
         if node.isLeaf {
@@ -154,14 +172,7 @@ public struct BTree: Sendable {
             }
             let s = Int(skip)
             skip = 0
-            if descending {
-                for i in stride(from: last - s, through: first, by: -1) where try !body(node, i) {
-                    return false
-                }
-            } else {
-                for i in (first + s)...last where try !body(node, i) { return false }
-            }
-            return true
+            return try body(node, descending ? first...(last - s) : (first + s)...last)
         }
         guard let span = childSpan(node, range) else { return true }
         let step = descending ? -1 : 1

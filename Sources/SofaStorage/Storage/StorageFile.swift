@@ -71,6 +71,8 @@ public final class StorageFile: @unchecked Sendable {
         var mapping: Mapping?
         var header: CommitHeader
         var closed = false
+        /// What the file's owner derived from `header` (see ``commitCache``); dropped when `header` changes.
+        var derived: (any Sendable & AnyObject)?
     }
     private let shared: Lock<Shared>
     /// Bytes written to the file so far (committed or not); reads below it go through the mapping.
@@ -283,6 +285,20 @@ public final class StorageFile: @unchecked Sendable {
 
     /// The newest commit: a snapshot whose trees stay readable however the file grows.
     public var latestCommit: CommitHeader { shared.withLock { $0.header } }
+
+    /// What the file's owner made of the newest commit and stored with ``cache(_:forCommitAt:)`` (the document
+    /// file's snapshot: its trees and decoded metadata), or nil. A commit drops it as it publishes its header,
+    /// so a value read here always belongs to the newest commit. Saves each read copying the header (its
+    /// roots and metadata arrays) and decoding the metadata again.
+    package var commitCache: (any Sendable & AnyObject)? { shared.withLock { $0.derived } }
+
+    /// Keeps `value`, made from the commit whose header is at `offset`, as ``commitCache`` — unless a newer
+    /// commit was published meanwhile (then the value is stale and not kept).
+    package func cache(_ value: any Sendable & AnyObject, forCommitAt offset: UInt64) {
+        shared.withLock { s in
+            if s.header.offset == offset { s.derived = value }
+        }
+    }
 
     /// The file's length as far as written (committed or not).
     /// Writer only.
@@ -514,7 +530,10 @@ public final class StorageFile: @unchecked Sendable {
         header.endOffset = end
         // Publish before anything else can fail: the commit is durable, and readers remap on demand.
         flushedEnd.store(header.endOffset, ordering: .releasing)
-        shared.withLock { $0.header = header }
+        shared.withLock {
+            $0.header = header
+            $0.derived = nil
+        }
         return header
     }
 

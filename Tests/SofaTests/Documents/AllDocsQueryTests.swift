@@ -15,10 +15,18 @@ import Testing
         return db
     }
 
-    func run(_ db: Database, _ configure: (inout Query) -> Void) throws -> QueryEnumerator {
+    /// Runs the query, checking on the way that ``Query/forEachRow(_:)`` hands out the same rows, in order,
+    /// for every query of this suite.
+    func run(_ db: Database, _ configure: (inout Query) -> Void,
+             sourceLocation: SourceLocation = #_sourceLocation) throws -> QueryEnumerator {
         var query = db.createAllDocumentsQuery()
         configure(&query)
-        return try query.run()
+        let result = try query.run()
+        var streamed: [QueryRow] = []
+        try query.forEachRow { streamed.append($0) }
+        #expect(streamed == result.rows, "forEachRow and run() disagree", sourceLocation: sourceLocation)
+        #expect(zip(streamed, result).allSatisfy { $0.document == $1.document }, sourceLocation: sourceLocation)
+        return result
     }
 
     @Test func modes() throws {
@@ -149,6 +157,58 @@ import Testing
         #expect(second[0].document?.userProperties == ["id": "a"])
         #expect(try run(db) { _ in }[0].document?.userProperties == ["id": "a2"])
         #expect(try second[0].decode([String: String].self) == ["rev": second[0].value!["rev"]!.stringValue!])
+    }
+
+    /// forEachRow streams: an error thrown by the body stops the scan at that row and is rethrown; a limit
+    /// stops it; inside a batch it sees the batch's writes; a kept row stays valid; a view query and a sorted
+    /// query hand out the rows run() returns; bad arguments are rejected before any row.
+    @Test func forEachRowStopsSeesBatchesAndFallsBack() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Self.makeDatabase(dir)
+        struct Stop: Error {}
+        var seen: [String] = []
+        #expect(throws: Stop.self) {
+            try db.createAllDocumentsQuery().forEachRow { row in
+                seen.append(row.documentID!)
+                if seen.count == 3 { throw Stop() }
+            }
+        }
+        #expect(seen == ["a", "b", "ba"])
+
+        var limited = db.createAllDocumentsQuery()
+        limited.limit = 2
+        var kept: [QueryRow] = []
+        try limited.forEachRow { kept.append($0) }
+        #expect(kept.map(\.documentID) == ["a", "b"])
+        #expect(kept[1].document?.userProperties == ["id": "b"] && kept[1].sequenceNumber == 5)
+
+        try db.inBatch {
+            try db.put(["id": "aa"], id: "aa")
+            var inside: [String] = []
+            try db.createAllDocumentsQuery().forEachRow { inside.append($0.documentID!) }
+            #expect(inside.prefix(3) == ["a", "aa", "b"])
+        }
+
+        var sorted = db.createAllDocumentsQuery()
+        sorted.sortDescriptors = [QuerySortDescriptor("key", ascending: false)]
+        var sortedRows: [QueryRow] = []
+        try sorted.forEachRow { sortedRows.append($0) }
+        let sortedResult = try sorted.run()
+        #expect(sortedRows == sortedResult.rows && sortedRows.first?.documentID == "e")
+
+        let view = db.view(named: "byID")
+        view.setMap(version: "1") { doc, emit in emit(doc["id"] ?? nil, nil) }
+        var viewRows: [QueryRow] = []
+        try view.createQuery().forEachRow { viewRows.append($0) }
+        let viewResult = try view.createQuery().run()
+        #expect(!viewRows.isEmpty && viewRows == viewResult.rows)
+
+        var negative = db.createAllDocumentsQuery()
+        negative.skip = -1
+        var called = false
+        expectSofaError(.invalidArgument) { try negative.forEachRow { _ in called = true } }
+        #expect(!called)
+        expectSound(db)
     }
 
     /// All-documents rows hold their by-ID entry and decode the ID, key, value and document only when asked:
