@@ -132,11 +132,11 @@ package final class NodeCache: Sendable {
     /// to the rewritten nodes, instead of the process growing by the path each small commit rewrites.
     package func remove(at offset: UInt64) {
         let removed = state.withLock { s -> Node? in
-            guard !s.keys.isEmpty else { return nil }
-            let mask = s.keys.count - 1
+            guard !s.slots.isEmpty else { return nil }
+            let mask = s.slots.count - 1
             var i = NodeCache.home(offset, mask)
-            while s.keys[i] != 0 {
-                if s.keys[i] == offset { return NodeCache.delete(at: i, from: &s) }
+            while s.slots[i].offset != 0 {
+                if s.slots[i].offset == offset { return NodeCache.delete(at: i, from: &s) }
                 i = (i + 1) & mask
             }
             return nil
