@@ -69,6 +69,9 @@ struct MappedChunk {
     var arena: [UInt8] = []
     var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
     var documents: [(id: [UInt8], rows: Range<Int>, back: [UInt8])] = []
+    /// Incremental updates: each document's entry in the back-index being updated (nil when it had none),
+    /// parallel to `documents`.
+    var previousBack: [[UInt8]?] = []
     var pendingBack: [UInt8] = []
     /// The current document's emits (reused from document to document).
     var emitted: [(JSON, JSON?)] = []
@@ -130,9 +133,11 @@ extension ViewIndex {
     }
 
     /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
-    /// the background, so the caller can write the previous batch meanwhile.
+    /// the background, so the caller can write the previous batch meanwhile. With `previousBack` (an
+    /// incremental update), each document's entry in that committed back-index is looked up there too, on the
+    /// same threads: lookups miss the node cache on a large index, and the writer has enough to do.
     private func startMapping(_ batch: [(id: [UInt8], entry: [UInt8]?)], snapshot: DocumentSnapshot,
-                              mapper: Mapper) -> PendingBatch {
+                              mapper: Mapper, previousBack: BTree? = nil) -> PendingBatch {
         let pending = PendingBatch()
         DispatchQueue.global().async(group: pending.group) {
             let chunk = 64
@@ -159,6 +164,7 @@ extension ViewIndex {
                             } else {
                                 mapped.documents.append((id, mapped.rows.count..<mapped.rows.count, []))
                             }
+                            if let previousBack { mapped.previousBack.append(try previousBack.get(id)) }
                         }
                         return mapped
                     }
@@ -208,7 +214,9 @@ extension ViewIndex {
                          limit: StorageFile.unlimited)
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
         var groupChanges = GroupChanges(levels: header.groupLevels)
-        let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
+        // Each changed document comes once (the by-sequence tree holds its newest sequence only), so its
+        // previous back-index entry is the one in `current`, whichever batch it is in.
+        let documents = try mapInBatches(from: snapshot, mapper: mapper, previousBack: current.backIndex, feed: { add in
             try snapshot.bySequence.forEach(in: range) { _, id in
                 try add(Array(id), nil)
                 return true
@@ -217,14 +225,20 @@ extension ViewIndex {
             var rowActions: [BTreeAction] = []
             var backActions: [BTreeAction] = []
             for chunk in try pending.wait() {
-                for doc in chunk.documents {
-                    if let old = try back.get(doc.id) {
+                for (doc, old) in zip(chunk.documents, chunk.previousBack) {
+                    if let old {
                         for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
                             rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
                         }
                     }
                     for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
-                    backActions.append(doc.back.isEmpty ? .remove(doc.id) : .put(doc.id, doc.back))
+                    // A document that emitted the same keys as before (a change to what the view does not key
+                    // on) leaves its back-index entry, and that tree's leaf, as they are.
+                    if doc.back.isEmpty {
+                        if old != nil { backActions.append(.remove(doc.id)) }
+                    } else if doc.back != old {
+                        backActions.append(.put(doc.id, doc.back))
+                    }
                 }
             }
             rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
@@ -238,9 +252,10 @@ extension ViewIndex {
 
     /// The pipeline both builds share: documents are mapped in batches of ``batchSize`` on all cores, and each
     /// batch's rows are written while the next batch maps. `feed` hands over the documents (ID, and the by-ID
-    /// entry when it is already at hand), `write` stores one mapped batch. Returns how many documents were mapped.
+    /// entry when it is already at hand), `write` stores one mapped batch; with `previousBack`, each mapped
+    /// chunk carries the documents' entries in it. Returns how many documents were mapped.
     private func mapInBatches(
-        from snapshot: DocumentSnapshot, mapper: Mapper,
+        from snapshot: DocumentSnapshot, mapper: Mapper, previousBack: BTree? = nil,
         feed: (_ add: (_ id: [UInt8], _ entry: [UInt8]?) throws -> Void) throws -> Void,
         write: @escaping (PendingBatch) throws -> Void
     ) throws -> Int {
@@ -250,7 +265,7 @@ extension ViewIndex {
         var inFlight: PendingBatch?
         defer { _ = try? inFlight?.wait() }
         func flush() throws {
-            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper, previousBack: previousBack)
             documents += batch.count
             batch.removeAll(keepingCapacity: true)
             // Write the previous batch while this one maps.
