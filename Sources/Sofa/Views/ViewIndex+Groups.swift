@@ -87,16 +87,23 @@ struct GroupChanges {
 
     init(levels: [UInt8]) { self.levels = levels }
 
-    /// Records the groups of every row `actions` remove or put.
+    /// Records the groups of every row `actions` (ascending by key) remove or put.
     mutating func note(_ actions: [BTreeAction]) throws {
         guard !levels.isEmpty else { return }
+        // Rows of one group are adjacent in key order: a group is recorded once per run of its rows.
+        var previous = [[UInt8]](repeating: [], count: levels.count)
         for action in actions {
             try action.key.withUnsafeBytes { key in
-                for level in levels {
+                for (l, level) in levels.enumerated() {
                     let n = try CollationKey.groupPrefixLength(key, level: Int(level))
+                    let prefix = UnsafeRawBufferPointer(rebasing: key[..<n])
+                    if !previous[l].isEmpty, previous[l].withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) }) == 0 {
+                        continue
+                    }
                     var treeKey: [UInt8] = [level]
-                    treeKey.append(contentsOf: key[..<n])
+                    treeKey.append(contentsOf: prefix)
                     touched.insert(treeKey)
+                    previous[l] = treeKey
                 }
             }
         }

@@ -226,23 +226,26 @@ extension ViewIndex {
             var backActions: [BTreeAction] = []
             for chunk in try pending.wait() {
                 for (doc, old) in zip(chunk.documents, chunk.previousBack) {
-                    if let old {
+                    // A document that emitted the same keys as before (a change to what the view does not key
+                    // on) has the same row keys: its puts replace its rows, and its back-index entry, and that
+                    // tree's leaf, stay as they are.
+                    let sameKeys = old != nil && doc.back == old
+                    if let old, !sameKeys {
                         for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
                             rowActions.append(.remove(RowKey.make(key: key, id: doc.id, index: i)))
                         }
                     }
                     for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
-                    // A document that emitted the same keys as before (a change to what the view does not key
-                    // on) leaves its back-index entry, and that tree's leaf, as they are.
                     if doc.back.isEmpty {
                         if old != nil { backActions.append(.remove(doc.id)) }
-                    } else if doc.back != old {
+                    } else if !sameKeys {
                         backActions.append(.put(doc.id, doc.back))
                     }
                 }
             }
-            rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
-            try groupChanges.note(rowActions)
+            let sortedRowActions = ViewIndex.sortedUnique(rowActions)
+            rows = try rows.modified(by: sortedRowActions)
+            try groupChanges.note(sortedRowActions)
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
         })
         try commit(rows: rows, backIndex: back,
