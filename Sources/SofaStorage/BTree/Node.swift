@@ -17,11 +17,18 @@ package final class Node: @unchecked Sendable {
     package let isLeaf: Bool
     package let count: Int
     /// Where each entry's key and value (leaf) or reduction (inner) sit in the payload.
-    private struct Layout {
+    package struct Layout {
         var keyStart: Int32
         var keyLength: Int32
         var valueStart: Int32
         var valueLength: Int32
+
+        package init(keyStart: Int, keyLength: Int, valueStart: Int, valueLength: Int) {
+            self.keyStart = Int32(keyStart)
+            self.keyLength = Int32(keyLength)
+            self.valueStart = Int32(valueStart)
+            self.valueLength = Int32(valueLength)
+        }
     }
 
     /// Inner nodes only: the pointer fields other than the reduction.
@@ -67,15 +74,26 @@ package final class Node: @unchecked Sendable {
                     children.append(Child(offset: offset, rows: rows, size: size))
                 }
                 let value = try r.readLengthPrefixed()
-                layout.append(Layout(keyStart: keyStart, keyLength: Int32(key.count),
-                                     valueStart: Int32(value.baseAddress! - bytes.baseAddress!),
-                                     valueLength: Int32(value.count)))
+                layout.append(Layout(keyStart: Int(keyStart), keyLength: key.count,
+                                     valueStart: value.baseAddress! - bytes.baseAddress!, valueLength: value.count))
             }
             guard r.isAtEnd else { throw r.corruption("node has \(r.remaining) bytes after its last entry") }
         }
         count = layout.count
         self.layout = layout
         self.children = children
+    }
+
+    /// A leaf whose payload was just encoded here, with the entry positions the encoder recorded: the node
+    /// cache's write-through copy of a leaf batch modify wrote, which needs no parsing (the bytes were
+    /// produced from those positions, not read from the file).
+    package init(encodedLeaf payload: ChunkPayload, layout: [Layout]) {
+        precondition(!layout.isEmpty)
+        self.payload = payload
+        isLeaf = true
+        count = layout.count
+        self.layout = layout
+        children = []
     }
 
     /// Approximate memory held, for the cache's budget: the owned payload, the entry layout (16 bytes per

@@ -10,6 +10,8 @@ package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
+    /// Where the entries of the leaf last encoded by ``writeLeaf(_:)`` sit in `scratch`.
+    private var scratchLayout: [Node.Layout] = []
     /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
     /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
     /// leaf on the single-threaded tail of an index build to do it.
@@ -40,7 +42,21 @@ package struct NodeWriter {
         let (offset, length) = try scratch.withUnsafeBytes {
             try file.append(kind: .leaf, payload: $0, compress: configuration.compress)
         }
-        if cachesLeaves { try cacheWrittenNode(at: offset, length: length, kind: .leaf) }
+        if cachesLeaves {
+            // The entries' positions follow from their sizes: the cached copy needs no decoding.
+            scratchLayout.removeAll(keepingCapacity: true)
+            var at = varintSize(UInt64(entries.count))
+            for e in entries {
+                let keyStart = at + varintSize(UInt64(e.key.count))
+                let valueStart = keyStart + e.key.count + varintSize(UInt64(e.value.count))
+                scratchLayout.append(Node.Layout(keyStart: keyStart, keyLength: e.key.count, valueStart: valueStart,
+                                                 valueLength: e.value.count))
+                at = valueStart + e.value.count
+            }
+            assert(at == scratch.count)
+            file.nodeCache.insert(Node(encodedLeaf: copyOfScratch(at: offset, length: length, kind: .leaf),
+                                       layout: scratchLayout), at: offset)
+        }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
@@ -90,10 +106,15 @@ package struct NodeWriter {
     /// Puts the node just encoded in `scratch` into the file's cache (write-through), so reading it back
     /// soon after — the next batch, or queries right after an index build — costs no decompression.
     private func cacheWrittenNode(at offset: UInt64, length: Int, kind: ChunkKind) throws {
+        let payload = copyOfScratch(at: offset, length: length, kind: kind)
+        file.nodeCache.insert(try Node(payload: payload, isLeaf: kind == .leaf, path: file.path), at: offset)
+    }
+
+    /// The node just encoded in `scratch`, copied into a payload of its own.
+    private func copyOfScratch(at offset: UInt64, length: Int, kind: ChunkKind) -> ChunkPayload {
         let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, scratch.count), alignment: 8)
         scratch.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        let payload = ChunkPayload(taking: copy, count: scratch.count, offset: offset, kind: kind, fileLength: length)
-        file.nodeCache.insert(try Node(payload: payload, isLeaf: kind == .leaf, path: file.path), at: offset)
+        return ChunkPayload(taking: copy, count: scratch.count, offset: offset, kind: kind, fileLength: length)
     }
 
     /// Splits items of the given sizes into runs of about equal size — `ceil(total / nodeSize)` runs, each
