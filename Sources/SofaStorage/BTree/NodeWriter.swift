@@ -67,11 +67,36 @@ package struct NodeWriter {
     package func encodeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], into payload: inout [UInt8]
     ) throws -> [UInt8] {
-        payload.removeAll(keepingCapacity: true)
-        payload.appendVarint(UInt64(entries.count))
-        for e in entries {
-            payload.appendLengthPrefixed(e.key)
-            payload.appendLengthPrefixed(e.value)
+        // Sized first, then written with one copy per field: appending each field to the array cost more
+        // than copying it.
+        var size = varintSize(UInt64(entries.count))
+        for e in entries { size += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        payload = [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
+            var at = 0
+            func varint(_ value: Int) {
+                var v = UInt64(value)
+                while v >= 0x80 {
+                    out[at] = UInt8(truncatingIfNeeded: v) | 0x80
+                    at += 1
+                    v >>= 7
+                }
+                out[at] = UInt8(v)
+                at += 1
+            }
+            func bytes(_ field: UnsafeRawBufferPointer) {
+                varint(field.count)
+                if let base = field.baseAddress, field.count > 0 {
+                    UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: base, byteCount: field.count)
+                    at += field.count
+                }
+            }
+            varint(entries.count)
+            for e in entries {
+                bytes(e.key)
+                bytes(e.value)
+            }
+            precondition(at == size)
+            initialized = size
         }
         return try configuration.reducer?.reduce(entries) ?? []
     }
