@@ -1,3 +1,4 @@
+import Dispatch
 import SofaStorage
 import Synchronization
 
@@ -114,12 +115,29 @@ struct GroupChanges {
         guard !levels.isEmpty else { return nil }
         var writer = BTree(file: index.storage, root: groups.root, configuration: index.groupsConfiguration,
                            limit: StorageFile.unlimited)
+        let keys = touched.sorted(by: { compareArrays($0, $1) < 0 })
+        // The groups are recomputed on every core: each is a few reads of the new rows tree, written out
+        // first so that other threads can read it (below its written length, never flushing).
+        try index.storage.flushAppended()
+        let reader = BTree(file: index.storage, root: rows.root, configuration: rows.configuration,
+                           limit: index.storage.writtenLength)
+        var values = [Result<[UInt8]?, any Error>](repeating: .success(nil), count: keys.count)
+        values.withUnsafeMutableBufferPointer { out in
+            let out = UnsafeSendableBuffer(out)
+            let chunk = 64
+            // Each iteration writes only its own slots of `out`.
+            DispatchQueue.concurrentPerform(iterations: (keys.count + chunk - 1) / chunk) { c in
+                for i in (c * chunk)..<min(keys.count, (c + 1) * chunk) {
+                    out.buffer[i] = Result {
+                        try ViewIndex.groupValue(rows: reader, level: keys[i][0], prefix: Array(keys[i].dropFirst()))
+                    }
+                }
+            }
+        }
         var actions: [BTreeAction] = []
-        actions.reserveCapacity(touched.count)
-        for treeKey in touched.sorted(by: { compareArrays($0, $1) < 0 }) {
-            let prefix = Array(treeKey.dropFirst())
-            let value = try ViewIndex.groupValue(rows: rows, level: treeKey[0], prefix: prefix)
-            actions.append(value.map { .put(treeKey, $0) } ?? .remove(treeKey))
+        actions.reserveCapacity(keys.count)
+        for (treeKey, value) in zip(keys, values) {
+            actions.append(try value.get().map { .put(treeKey, $0) } ?? .remove(treeKey))
         }
         writer = try writer.modified(by: actions)
         return writer
