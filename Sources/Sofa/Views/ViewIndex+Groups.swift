@@ -154,11 +154,11 @@ extension ViewIndex {
         let range = GroupAggregate.rowRange(prefix)
         let reduction = try rows.reduce(in: range)
         guard reduction.rowCount > 0 else { return nil }
-        var packedKey: [UInt8] = []
-        try rows.forEach(in: range) { _, value in
-            packedKey = try GroupAggregate.packedGroupKey(value, level: level)
-            return false
+        // The group has rows, so the first row at or after its prefix is its first row.
+        guard let first = try prefix.withUnsafeBytes({ try rows.firstEntry(atOrAfter: $0) }) else {
+            throw SofaError(.corruption, "a group with \(reduction.rowCount) rows has no first row")
         }
+        let packedKey = try first.withUnsafeBytes { try GroupAggregate.packedGroupKey($0, level: level) }
         return GroupAggregate.encode(rowCount: reduction.rowCount, reduction: reduction.value, packedKey: packedKey)
     }
 
