@@ -71,7 +71,10 @@ package struct NodeWriter {
         // than copying it.
         var size = varintSize(UInt64(entries.count))
         for e in entries { size += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
-        payload = [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
+        // The buffer keeps its capacity from leaf to leaf: no allocation once it has grown.
+        payload.removeAll(keepingCapacity: true)
+        payload.append(contentsOf: repeatElement(0, count: size))
+        payload.withUnsafeMutableBytes { out in
             var at = 0
             func varint(_ value: Int) {
                 var v = UInt64(value)
@@ -86,7 +89,7 @@ package struct NodeWriter {
             func bytes(_ field: UnsafeRawBufferPointer) {
                 varint(field.count)
                 if let base = field.baseAddress, field.count > 0 {
-                    UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: base, byteCount: field.count)
+                    (out.baseAddress! + at).copyMemory(from: base, byteCount: field.count)
                     at += field.count
                 }
             }
@@ -96,7 +99,6 @@ package struct NodeWriter {
                 bytes(e.value)
             }
             precondition(at == size)
-            initialized = size
         }
         return try configuration.reducer?.reduce(entries) ?? []
     }
