@@ -10,8 +10,6 @@ package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
-    /// Where the entries of the leaf last encoded by ``writeLeaf(_:)`` sit in `scratch`.
-    private var scratchLayout: [Node.Layout] = []
     /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
     /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
     /// leaf on the single-threaded tail of an index build to do it.
@@ -44,18 +42,20 @@ package struct NodeWriter {
         }
         if cachesLeaves {
             // The entries' positions follow from their sizes: the cached copy needs no decoding.
-            scratchLayout.removeAll(keepingCapacity: true)
+            // Exactly sized: the node keeps this array.
+            var layout: [Node.Layout] = []
+            layout.reserveCapacity(entries.count)
             var at = varintSize(UInt64(entries.count))
             for e in entries {
                 let keyStart = at + varintSize(UInt64(e.key.count))
                 let valueStart = keyStart + e.key.count + varintSize(UInt64(e.value.count))
-                scratchLayout.append(Node.Layout(keyStart: keyStart, keyLength: e.key.count, valueStart: valueStart,
-                                                 valueLength: e.value.count))
+                layout.append(Node.Layout(keyStart: keyStart, keyLength: e.key.count, valueStart: valueStart,
+                                          valueLength: e.value.count))
                 at = valueStart + e.value.count
             }
             assert(at == scratch.count)
             file.nodeCache.insert(Node(encodedLeaf: copyOfScratch(at: offset, length: length, kind: .leaf),
-                                       layout: scratchLayout), at: offset)
+                                       layout: layout), at: offset)
         }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
