@@ -1,3 +1,4 @@
+import Dispatch
 import SofaStorage
 import Synchronization
 
@@ -87,16 +88,23 @@ struct GroupChanges {
 
     init(levels: [UInt8]) { self.levels = levels }
 
-    /// Records the groups of every row `actions` remove or put.
+    /// Records the groups of every row `actions` (ascending by key) remove or put.
     mutating func note(_ actions: [BTreeAction]) throws {
         guard !levels.isEmpty else { return }
+        // Rows of one group are adjacent in key order: a group is recorded once per run of its rows.
+        var previous = [[UInt8]](repeating: [], count: levels.count)
         for action in actions {
             try action.key.withUnsafeBytes { key in
-                for level in levels {
+                for (l, level) in levels.enumerated() {
                     let n = try CollationKey.groupPrefixLength(key, level: Int(level))
+                    let prefix = UnsafeRawBufferPointer(rebasing: key[..<n])
+                    if !previous[l].isEmpty, previous[l].withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) }) == 0 {
+                        continue
+                    }
                     var treeKey: [UInt8] = [level]
-                    treeKey.append(contentsOf: key[..<n])
+                    treeKey.append(contentsOf: prefix)
                     touched.insert(treeKey)
+                    previous[l] = treeKey
                 }
             }
         }
@@ -107,12 +115,29 @@ struct GroupChanges {
         guard !levels.isEmpty else { return nil }
         var writer = BTree(file: index.storage, root: groups.root, configuration: index.groupsConfiguration,
                            limit: StorageFile.unlimited)
+        let keys = touched.sorted(by: { compareArrays($0, $1) < 0 })
+        // The groups are recomputed on every core: each is a few reads of the new rows tree, written out
+        // first so that other threads can read it (below its written length, never flushing).
+        try index.storage.flushAppended()
+        let reader = BTree(file: index.storage, root: rows.root, configuration: rows.configuration,
+                           limit: index.storage.writtenLength)
+        var values = [Result<[UInt8]?, any Error>](repeating: .success(nil), count: keys.count)
+        values.withUnsafeMutableBufferPointer { out in
+            let out = UnsafeSendableBuffer(out)
+            let chunk = 64
+            // Each iteration writes only its own slots of `out`.
+            DispatchQueue.concurrentPerform(iterations: (keys.count + chunk - 1) / chunk) { c in
+                for i in (c * chunk)..<min(keys.count, (c + 1) * chunk) {
+                    out.buffer[i] = Result {
+                        try ViewIndex.groupValue(rows: reader, level: keys[i][0], prefix: Array(keys[i].dropFirst()))
+                    }
+                }
+            }
+        }
         var actions: [BTreeAction] = []
-        actions.reserveCapacity(touched.count)
-        for treeKey in touched.sorted(by: { compareArrays($0, $1) < 0 }) {
-            let prefix = Array(treeKey.dropFirst())
-            let value = try ViewIndex.groupValue(rows: rows, level: treeKey[0], prefix: prefix)
-            actions.append(value.map { .put(treeKey, $0) } ?? .remove(treeKey))
+        actions.reserveCapacity(keys.count)
+        for (treeKey, value) in zip(keys, values) {
+            actions.append(try value.get().map { .put(treeKey, $0) } ?? .remove(treeKey))
         }
         writer = try writer.modified(by: actions)
         return writer
@@ -129,11 +154,11 @@ extension ViewIndex {
         let range = GroupAggregate.rowRange(prefix)
         let reduction = try rows.reduce(in: range)
         guard reduction.rowCount > 0 else { return nil }
-        var packedKey: [UInt8] = []
-        try rows.forEach(in: range) { _, value in
-            packedKey = try GroupAggregate.packedGroupKey(value, level: level)
-            return false
+        // The group has rows, so the first row at or after its prefix is its first row.
+        guard let first = try prefix.withUnsafeBytes({ try rows.firstEntry(atOrAfter: $0) }) else {
+            throw SofaError(.corruption, "a group with \(reduction.rowCount) rows has no first row")
         }
+        let packedKey = try first.withUnsafeBytes { try GroupAggregate.packedGroupKey($0, level: level) }
         return GroupAggregate.encode(rowCount: reduction.rowCount, reduction: reduction.value, packedKey: packedKey)
     }
 

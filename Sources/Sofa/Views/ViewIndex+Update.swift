@@ -84,6 +84,9 @@ struct MappedChunk {
     var rows: [(start: Int, keyLength: Int, valueLength: Int)] = []
     var documents: [(id: Range<Int>, rows: Range<Int>, back: Range<Int>)] = []
     var documentBytes: [UInt8] = []
+    /// Incremental updates: each document's entry in the back-index being updated (nil when it had none),
+    /// parallel to `documents`.
+    var previousBack: [[UInt8]?] = []
     /// The current document's emits (reused from document to document).
     var emitted: [(JSON, JSON?)] = []
 
@@ -174,8 +177,11 @@ extension ViewIndex {
     }
 
     /// Starts mapping `batch` (doc IDs, with their by-ID entries when the caller has them) on every core, in
-    /// the background, so the caller can write the previous batch meanwhile.
-    private func startMapping(_ batch: DocumentBatch, snapshot: DocumentSnapshot, mapper: Mapper) -> PendingBatch {
+    /// the background, so the caller can write the previous batch meanwhile. With `previousBack` (an
+    /// incremental update), each document's entry in that committed back-index is looked up there too, on the
+    /// same threads: lookups miss the node cache on a large index, and the writer has enough to do.
+    private func startMapping(_ batch: DocumentBatch, snapshot: DocumentSnapshot, mapper: Mapper,
+                              previousBack: BTree? = nil) -> PendingBatch {
         let pending = PendingBatch()
         DispatchQueue.global().async(group: pending.group) {
             let chunk = 64
@@ -207,6 +213,7 @@ extension ViewIndex {
                                                              mapped.rows.count..<mapped.rows.count,
                                                              mapped.documentBytes.count..<mapped.documentBytes.count))
                                 }
+                                if let previousBack { mapped.previousBack.append(try previousBack.get(Array(id))) }
                             }
                         }
                         return mapped
@@ -262,7 +269,9 @@ extension ViewIndex {
                          limit: StorageFile.unlimited)
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
         var groupChanges = GroupChanges(levels: header.groupLevels)
-        let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
+        // Each changed document comes once (the by-sequence tree holds its newest sequence only), so its
+        // previous back-index entry is the one in `current`, whichever batch it is in.
+        let documents = try mapInBatches(from: snapshot, mapper: mapper, previousBack: current.backIndex, feed: { add in
             try snapshot.bySequence.forEach(in: range) { _, id in
                 try add(id, nil)
                 return true
@@ -273,17 +282,27 @@ extension ViewIndex {
             for chunk in try pending.wait() {
                 for (d, doc) in chunk.documents.enumerated() {
                     let (id, newBack) = chunk.withDocument(d) { id, back in (Array(id), Array(back)) }
-                    if let old = try back.get(id) {
+                    // A document that emitted the same keys as before (a change to what the view does not key
+                    // on) has the same row keys: its puts replace its rows, and its back-index entry, and that
+                    // tree's leaf, stay as they are.
+                    let old = chunk.previousBack[d]
+                    let sameKeys = old != nil && newBack == old
+                    if let old, !sameKeys {
                         for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
                             rowActions.append(.remove(RowKey.make(key: key, id: id, index: i)))
                         }
                     }
                     for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
-                    backActions.append(newBack.isEmpty ? .remove(id) : .put(id, newBack))
+                    if newBack.isEmpty {
+                        if old != nil { backActions.append(.remove(id)) }
+                    } else if !sameKeys {
+                        backActions.append(.put(id, newBack))
+                    }
                 }
             }
-            rows = try rows.modified(by: ViewIndex.sortedUnique(rowActions))
-            try groupChanges.note(rowActions)
+            let sortedRowActions = ViewIndex.sortedUnique(rowActions)
+            rows = try rows.modified(by: sortedRowActions)
+            try groupChanges.note(sortedRowActions)
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
         })
         try commit(rows: rows, backIndex: back,
@@ -293,9 +312,10 @@ extension ViewIndex {
 
     /// The pipeline both builds share: documents are mapped in batches of ``batchSize`` on all cores, and each
     /// batch's rows are written while the next batch maps. `feed` hands over the documents (ID, and the by-ID
-    /// entry when it is already at hand), `write` stores one mapped batch. Returns how many documents were mapped.
+    /// entry when it is already at hand), `write` stores one mapped batch; with `previousBack`, each mapped
+    /// chunk carries the documents' entries in it. Returns how many documents were mapped.
     private func mapInBatches(
-        from snapshot: DocumentSnapshot, mapper: Mapper,
+        from snapshot: DocumentSnapshot, mapper: Mapper, previousBack: BTree? = nil,
         feed: (_ add: (_ id: UnsafeRawBufferPointer, _ entry: UnsafeRawBufferPointer?) throws -> Void) throws -> Void,
         write: @escaping (PendingBatch) throws -> Void
     ) throws -> Int {
@@ -304,7 +324,7 @@ extension ViewIndex {
         var inFlight: PendingBatch?
         defer { _ = try? inFlight?.wait() }
         func flush() throws {
-            let next = startMapping(batch, snapshot: snapshot, mapper: mapper)
+            let next = startMapping(batch, snapshot: snapshot, mapper: mapper, previousBack: previousBack)
             documents += batch.count
             batch.removeAll()
             // Write the previous batch while this one maps.

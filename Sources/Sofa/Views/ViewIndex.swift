@@ -118,7 +118,7 @@ final class ViewIndex: @unchecked Sendable {
     private let cachedSnapshot = Lock<ViewSnapshot?>(nil)
 
     var rowsConfiguration: BTreeConfiguration {
-        BTreeConfiguration(nodeSize: 4096, compress: true, reducer: reduce.map { ViewReducer(reduce: $0) })
+        BTreeConfiguration(nodeSize: 4096, compress: false, reducer: reduce.map { ViewReducer(reduce: $0) })
     }
 
     /// Opens (or creates) the index at `path`, whose stored reductions are `reduce`'s — or, when `reduce` is

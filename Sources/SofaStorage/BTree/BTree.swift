@@ -111,6 +111,19 @@ public struct BTree: Sendable {
         }
     }
 
+    /// The first entry whose key is ≥ `key`, or nil when every key is smaller: one descent, no range logic.
+    package func firstEntry(atOrAfter key: UnsafeRawBufferPointer) throws -> NodeSlice? {
+        guard var offset = root?.offset else { return nil }
+        while true {
+            let node = try node(at: offset)
+            let i = node.lowerBound(key)
+            // Child i holds the keys in (key[i-1], key[i]]: its largest key is ≥ `key`, so it has the entry.
+            guard i < node.count else { return nil }
+            if node.isLeaf { return NodeSlice(node: node, index: i) }
+            offset = node.childOffset(i)
+        }
+    }
+
     // MARK: - Scans
 
     /// Calls `body` with each row in `range`, in ascending key order or descending, after skipping `skip`

@@ -114,11 +114,38 @@ package struct NodeWriter {
     package func encodeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], into payload: inout [UInt8]
     ) throws -> [UInt8] {
+        // Sized first, then written with one copy per field: appending each field to the array cost more
+        // than copying it.
+        var size = varintSize(UInt64(entries.count))
+        for e in entries { size += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        // The buffer keeps its capacity from leaf to leaf: no allocation once it has grown.
         payload.removeAll(keepingCapacity: true)
-        payload.appendVarint(UInt64(entries.count))
-        for e in entries {
-            payload.appendLengthPrefixed(e.key)
-            payload.appendLengthPrefixed(e.value)
+        payload.append(contentsOf: repeatElement(0, count: size))
+        payload.withUnsafeMutableBytes { out in
+            var at = 0
+            func varint(_ value: Int) {
+                var v = UInt64(value)
+                while v >= 0x80 {
+                    out[at] = UInt8(truncatingIfNeeded: v) | 0x80
+                    at += 1
+                    v >>= 7
+                }
+                out[at] = UInt8(v)
+                at += 1
+            }
+            func bytes(_ field: UnsafeRawBufferPointer) {
+                varint(field.count)
+                if let base = field.baseAddress, field.count > 0 {
+                    (out.baseAddress! + at).copyMemory(from: base, byteCount: field.count)
+                    at += field.count
+                }
+            }
+            varint(entries.count)
+            for e in entries {
+                bytes(e.key)
+                bytes(e.value)
+            }
+            precondition(at == size)
         }
         return try configuration.reducer?.reduce(entries) ?? []
     }

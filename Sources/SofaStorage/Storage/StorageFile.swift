@@ -426,6 +426,13 @@ public final class StorageFile: @unchecked Sendable {
         return (offset, chunk.count)
     }
 
+    /// Writes the chunks appended so far to the file, still uncommitted, so that other threads can read them
+    /// through a tree whose limit is ``writtenLength`` (the writer's own reads, with limit ``unlimited``, may
+    /// flush as they go; reads on other threads must not). Writer only.
+    package func flushAppended() throws {
+        try flushPending()
+    }
+
     /// Writes buffered chunks to the file. A failed write discards everything uncommitted, so the file can
     /// take new commits once the cause (a full disk) is gone.
     private func flushPending() throws {

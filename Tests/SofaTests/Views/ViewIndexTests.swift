@@ -47,6 +47,43 @@ import Testing
         expectSound(view)
     }
 
+    /// A change to what a view does not key on rewrites the rows, not the back-index (FORMAT.md §10.2.5); the
+    /// rows tree is written uncompressed, the back-index compressed (§10.2).
+    @Test func sameKeysLeaveTheBackIndexAlone() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch {
+            for i in 0..<3000 { try db.put(["n": .number(Double(i)), "v": .number(1)], id: "doc-\(i)") }
+        }
+        let view = db.view(named: "byN")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, doc["v"]) }, reduce: .sum)
+        try view.updateIndex()
+        let index = try #require(try view.index())
+        let built = try index.snapshot()
+        try db.inBatch {
+            for i in stride(from: 0, to: 3000, by: 7) {
+                let doc = try #require(try db.document(id: "doc-\(i)"))
+                try db.put(["n": .number(Double(i)), "v": .number(2)], id: doc.id, rev: doc.revisionID)
+            }
+        }
+        try view.updateIndex()
+        let valuesChanged = try index.snapshot()
+        #expect(valuesChanged.backIndex.root?.offset == built.backIndex.root?.offset)
+        #expect(valuesChanged.rows.root?.offset != built.rows.root?.offset)
+        #expect(try run(view).first?.value?.doubleValue == 3000 + Double((0..<3000).count { $0 % 7 == 0 }))
+        // A key that moves rewrites both trees.
+        let moved = try #require(try db.document(id: "doc-1"))
+        try db.put(["n": .number(-1), "v": .number(1)], id: moved.id, rev: moved.revisionID)
+        try view.updateIndex()
+        #expect(try index.snapshot().backIndex.root?.offset != valuesChanged.backIndex.root?.offset)
+        #expect(keys(try run(view) { $0.limit = 2; $0.mapOnly = true }) == [-1, 0])
+        let report = try #require(try view.fileReport())
+        #expect(report.rows.storedBytes == report.rows.rawBytes
+                + UInt64(FileFormat.chunkPrefixSize * (report.rows.leafNodes + report.rows.innerNodes)))
+        #expect(report.backIndex.storedBytes < report.backIndex.rawBytes)
+        expectSound(view)
+    }
+
     /// A new version string resets the index; the same one keeps it across reopening.
     @Test func versionChangeResetsTheIndex() throws {
         let dir = TemporaryDatabaseDirectory("sofa-views")
