@@ -27,25 +27,14 @@ import Testing
         #expect(bytes.count == end || (bytes.count % 4096 == 0 && bytes[end...].allSatisfy { $0 == 0 }))
     }
 
-    /// The owner's per-commit value: kept for the commit it was made from, dropped by the next commit, and
-    /// never kept when made from a commit that is no longer the newest.
-    @Test func commitCacheLivesUntilTheNextCommit() throws {
-        final class Derived: Sendable {
-            let commitNumber: UInt64
-            init(_ commitNumber: UInt64) { self.commitNumber = commitNumber }
-        }
+    /// `latestCommitOffset` names the newest commit without copying its header.
+    @Test func latestCommitOffsetFollowsCommits() throws {
         let dir = TemporaryDirectory()
         let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))
-        #expect(file.commitCache == nil)
-        let first = file.latestCommit
-        file.cache(Derived(first.commitNumber), forCommitAt: first.offset)
-        #expect((file.commitCache as? Derived)?.commitNumber == first.commitNumber)
+        #expect(file.latestCommitOffset == file.latestCommit.offset)
         let second = try file.commit(roots: [], metadata: [7])
-        #expect(file.commitCache == nil, "a commit drops the value made from the previous one")
-        file.cache(Derived(first.commitNumber), forCommitAt: first.offset)
-        #expect(file.commitCache == nil, "a value made from an older commit is not kept")
-        file.cache(Derived(second.commitNumber), forCommitAt: second.offset)
-        #expect((file.commitCache as? Derived)?.commitNumber == second.commitNumber)
+        #expect(file.latestCommitOffset == second.offset)
+        #expect(second.offset != 0)
         try file.close()
     }
 

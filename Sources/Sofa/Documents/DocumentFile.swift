@@ -42,6 +42,9 @@ final class DocumentFile: @unchecked Sendable {
 
     /// The batch in progress. Touched only by the thread holding the database's write lock.
     var batch: WriteBatch?
+    /// The snapshot of the newest commit readers last asked for (``committedSnapshot()``). Kept here, not with
+    /// the file: the snapshot holds its file, and a file holding it back would never be released.
+    private let newestSnapshot = Lock<DocumentSnapshot?>(nil)
 
     init(path: String, options: StorageOptions, revisionDepth: Int, inlineBodyLimit: Int = 1024,
          system: any SystemCalls) throws {
@@ -61,19 +64,22 @@ final class DocumentFile: @unchecked Sendable {
         _ = try DocumentFile.lastSequence(in: storage.latestCommit, path: path)
     }
 
-    /// The newest commit as a snapshot: made once per commit and kept with the file (``StorageFile/commitCache``,
-    /// dropped by the next commit), so a read costs two lock round trips instead of copying the commit header
-    /// and decoding its metadata (~1,000 instructions of a `document(id:)`'s ~5,700 besides parsing).
+    /// The newest commit as a snapshot: made once per commit and kept here (``newestSnapshot``), so a read costs
+    /// a few lock round trips instead of copying the commit header and decoding its metadata (~1,000
+    /// instructions of a `document(id:)`'s ~5,700 besides parsing).
     func committedSnapshot() throws -> DocumentSnapshot {
         let storage = self.storage  // one file for the whole snapshot, even if compaction swaps it meanwhile
-        if let cached = storage.commitCache as? DocumentSnapshot { return cached }
+        let newest = storage.latestCommitOffset
+        if let cached = newestSnapshot.withLock({ $0 }), cached.storage === storage, cached.commitOffset == newest {
+            return cached
+        }
         let commit = storage.latestCommit
         let snapshot = DocumentSnapshot(
             storage: storage,
             byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
             bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
-            lastSequence: try DocumentFile.lastSequence(in: commit, path: storage.path))
-        storage.cache(snapshot, forCommitAt: commit.offset)
+            lastSequence: try DocumentFile.lastSequence(in: commit, path: storage.path), commitOffset: commit.offset)
+        newestSnapshot.withLock { $0 = snapshot }
         return snapshot
     }
 
@@ -123,9 +129,13 @@ final class DocumentFile: @unchecked Sendable {
     /// snapshots taken from it keep reading it until they are released.
     func replaceStorage(with file: StorageFile) {
         current.withLock { $0 = file }
+        newestSnapshot.withLock { $0 = nil }  // the old file goes once the last reader's snapshot does
     }
 
-    func close() throws { try storage.close() }
+    func close() throws {
+        newestSnapshot.withLock { $0 = nil }
+        try storage.close()
+    }
 }
 
 /// One consistent view of the document file: both trees and the last sequence of one commit (or, for the
@@ -136,12 +146,15 @@ final class DocumentSnapshot: Sendable {
     let byID: BTree
     let bySequence: BTree
     let lastSequence: UInt64
+    /// The offset of the commit header the snapshot was taken from; 0 for a writer's working state.
+    let commitOffset: UInt64
 
-    init(storage: StorageFile, byID: BTree, bySequence: BTree, lastSequence: UInt64) {
+    init(storage: StorageFile, byID: BTree, bySequence: BTree, lastSequence: UInt64, commitOffset: UInt64 = 0) {
         self.storage = storage
         self.byID = byID
         self.bySequence = bySequence
         self.lastSequence = lastSequence
+        self.commitOffset = commitOffset
     }
 
     var path: String { storage.path }

@@ -98,9 +98,10 @@ struct GroupChanges {
                 for (l, level) in levels.enumerated() {
                     let n = try CollationKey.groupPrefixLength(key, level: Int(level))
                     let prefix = UnsafeRawBufferPointer(rebasing: key[..<n])
-                    if !previous[l].isEmpty, previous[l].withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) }) == 0 {
-                        continue
+                    let samePrefix = !previous[l].isEmpty && previous[l].withUnsafeBytes {
+                        compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) == 0
                     }
+                    if samePrefix { continue }
                     var treeKey: [UInt8] = [level]
                     treeKey.append(contentsOf: prefix)
                     touched.insert(treeKey)

@@ -107,6 +107,7 @@ struct MappedChunk {
         rows.removeAll(keepingCapacity: true)
         documents.removeAll(keepingCapacity: true)
         documentBytes.removeAll(keepingCapacity: true)
+        previousBack.removeAll(keepingCapacity: true)
     }
 
     /// Calls `body` with document `i`'s ID and back-index entry (empty when it emitted nothing).

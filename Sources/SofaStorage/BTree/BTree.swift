@@ -36,11 +36,14 @@ public struct BTree: Sendable {
     public let root: NodePointer?
     /// How nodes are built and reduced.
     public let configuration: BTreeConfiguration
-    /// Reads stay below this offset: a commit's end, or ``StorageFile/unlimited`` for the writer's own trees.
+    /// Reads stay below this offset: a commit's end, ``StorageFile/unlimited`` for the writer's own trees, or
+    /// the file's written length for threads the writer waits on while they read its uncommitted trees (the
+    /// group-aggregate recompute, after ``StorageFile/flushAppended()``).
     public let limit: UInt64
 
-    /// A tree rooted at `root`, read below `limit`: a commit's ``CommitHeader/endOffset`` for a reader, or
-    /// ``StorageFile/unlimited`` for the writer's own uncommitted trees (only the single writer may use that).
+    /// A tree rooted at `root`, read below `limit`: a commit's ``CommitHeader/endOffset`` for a reader,
+    /// ``StorageFile/unlimited`` for the writer's own uncommitted trees (only the single writer may use that), or
+    /// the written length for helpers of the writer that it waits for before appending again.
     public init(file: StorageFile, root: NodePointer?, configuration: BTreeConfiguration, limit: UInt64) {
         self.file = file
         self.root = root

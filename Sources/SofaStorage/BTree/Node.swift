@@ -89,7 +89,7 @@ package final class Node: @unchecked Sendable {
         self.layout = layout
         self.children = children
         hasShortestKeyLengths = shortest
-        (sharedPrefixLength, keyHeads) = Node.keyHeads(payload, layout)
+        (sharedPrefixLength, keyHeads) = Node.computeKeyHeads(payload, layout)
     }
 
     /// A node its writer has just encoded into `payload`, with the entry positions and child fields the
@@ -103,7 +103,7 @@ package final class Node: @unchecked Sendable {
         self.layout = layout
         self.children = children
         hasShortestKeyLengths = true
-        (sharedPrefixLength, keyHeads) = Node.keyHeads(payload, layout)
+        (sharedPrefixLength, keyHeads) = Node.computeKeyHeads(payload, layout)
     }
 
     /// Inner nodes: where entry `i`'s encoded bytes (key length, key, node pointer) lie in the payload, which
@@ -114,8 +114,8 @@ package final class Node: @unchecked Sendable {
         return (Int(l.keyStart) - varintSize(UInt64(l.keyLength)))..<Int(l.valueStart + l.valueLength)
     }
 
-    /// The node's shared key prefix length and per-entry key heads (see ``keyHeads``).
-    private static func keyHeads(_ payload: ChunkPayload, _ layout: [Layout]) -> (Int, [UInt32]) {
+    /// The node's shared key prefix length and per-entry key heads (the stored `keyHeads`).
+    private static func computeKeyHeads(_ payload: ChunkPayload, _ layout: [Layout]) -> (Int, [UInt32]) {
         let first = Node.slice(payload, layout[0]), last = Node.slice(payload, layout[layout.count - 1])
         var shared = 0
         while shared < min(first.count, last.count) && first[shared] == last[shared] { shared += 1 }

@@ -71,8 +71,6 @@ public final class StorageFile: @unchecked Sendable {
         var mapping: Mapping?
         var header: CommitHeader
         var closed = false
-        /// What the file's owner derived from `header` (see ``commitCache``); dropped when `header` changes.
-        var derived: (any Sendable & AnyObject)?
     }
     private let shared: Lock<Shared>
     /// Bytes written to the file so far (committed or not); reads below it go through the mapping.
@@ -286,19 +284,10 @@ public final class StorageFile: @unchecked Sendable {
     /// The newest commit: a snapshot whose trees stay readable however the file grows.
     public var latestCommit: CommitHeader { shared.withLock { $0.header } }
 
-    /// What the file's owner made of the newest commit and stored with ``cache(_:forCommitAt:)`` (the document
-    /// file's snapshot: its trees and decoded metadata), or nil. A commit drops it as it publishes its header,
-    /// so a value read here always belongs to the newest commit. Saves each read copying the header (its
-    /// roots and metadata arrays) and decoding the metadata again.
-    package var commitCache: (any Sendable & AnyObject)? { shared.withLock { $0.derived } }
-
-    /// Keeps `value`, made from the commit whose header is at `offset`, as ``commitCache`` — unless a newer
-    /// commit was published meanwhile (then the value is stale and not kept).
-    package func cache(_ value: any Sendable & AnyObject, forCommitAt offset: UInt64) {
-        shared.withLock { s in
-            if s.header.offset == offset { s.derived = value }
-        }
-    }
+    /// The file offset of the newest commit's header: which commit is newest, without copying the header (its
+    /// roots and metadata arrays) as ``latestCommit`` does. An owner that keeps what it derived from a commit
+    /// checks it against this.
+    package var latestCommitOffset: UInt64 { shared.withLock { $0.header.offset } }
 
     /// The file's length as far as written (committed or not).
     /// Writer only.
@@ -310,8 +299,9 @@ public final class StorageFile: @unchecked Sendable {
     /// - Throws: ``SofaError/Code/corruption`` naming the file and offset when the chunk is out of bounds,
     ///   fails its CRC, or does not decompress.
     public func readChunk(at offset: UInt64, kind: ChunkKind?, limit: UInt64) throws -> ChunkPayload {
-        // Readers pass a commit's end, which is never past `flushedEnd`, and never touch `pending`; only the
-        // writer passes `unlimited`, and its unwritten chunks are flushed before it reads them.
+        // Readers pass a commit's end, which is never past `flushedEnd`, and never touch `pending`; so do the
+        // writer's helper threads, which pass the written length after `flushAppended()` while the writer waits
+        // for them. Only the writer passes `unlimited`, and its unwritten chunks are flushed before it reads them.
         var end = limit
         if limit == StorageFile.unlimited {
             if offset >= flushedEnd.load(ordering: .relaxed) { try flushPending() }
@@ -537,10 +527,7 @@ public final class StorageFile: @unchecked Sendable {
         header.endOffset = end
         // Publish before anything else can fail: the commit is durable, and readers remap on demand.
         flushedEnd.store(header.endOffset, ordering: .releasing)
-        shared.withLock {
-            $0.header = header
-            $0.derived = nil
-        }
+        shared.withLock { $0.header = header }
         return header
     }
 

@@ -123,6 +123,40 @@ import Testing
         try db.close()
     }
 
+    /// The replaced file is released (its descriptor closed, its node cache freed) once no snapshot holds it:
+    /// nothing the database keeps for its readers points at it after compaction.
+    @Test func compactionReleasesTheOldFile() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-compact-release")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try Self.populate(db)
+        weak var old: StorageFile?
+        try {
+            old = db.documents.storage
+            _ = try db.document(id: "doc1")  // a read keeps the newest commit's snapshot
+            let snapshot = try db.readSnapshot()
+            _ = try db.compact()
+            #expect(old != nil, "a snapshot taken before compaction keeps the old file")
+            _ = snapshot
+        }()
+        _ = try db.document(id: "doc1")
+        #expect(old == nil, "the old file outlived every snapshot of it")
+        try db.close()
+    }
+
+    /// A database released without `close()` lets go of its file (descriptor and lock) after reads.
+    @Test func releasedDatabaseCanBeReopened() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-release")
+        let path = dir.database()
+        try {
+            let db = try Database(path: path, options: testOptions())
+            try db.put(["a": 1], id: "x")
+            #expect(try db.document(id: "x") != nil)
+        }()
+        let again = try Database(path: path, options: testOptions())
+        #expect(try again.document(id: "x") != nil)
+        try again.close()
+    }
+
     @Test func compactingAnEmptyDatabaseWorks() throws {
         let dir = TemporaryDatabaseDirectory("sofa-compact")
         let db = try Database(path: dir.database(), options: testOptions())
