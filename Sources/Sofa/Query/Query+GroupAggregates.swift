@@ -66,7 +66,8 @@ extension Query {
                 treeSkip = min(collector.window.toSkip, count)
                 collector.window.toSkip -= treeSkip
             }
-            collector.store.reserveCapacity(collector.store.count + min(count - treeSkip, collector.window.limit ?? .max) + 1)
+            let groupsOut = min(count - treeSkip, collector.window.limit ?? .max)
+            collector.store.reserveCapacity(collector.store.count + groupsOut + 1)
             var more = true
             try snapshot.groups.forEach(in: between, descending: descending, skip: UInt64(treeSkip)) { _, value in
                 let aggregate = try GroupAggregate(value)

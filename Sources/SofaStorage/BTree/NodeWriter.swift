@@ -50,7 +50,9 @@ package struct NodeWriter {
     }
 
     /// Bytes the payload of a leaf holding `entries` takes.
-    package static func leafPayloadSize(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) -> Int {
+    package static func leafPayloadSize(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
+    ) -> Int {
         var size = varintSize(UInt64(entries.count))
         for e in entries { size += leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
         return size
