@@ -208,30 +208,53 @@ extension Query {
     }
 }
 
-/// Applies the post filter, then skip, then limit, to rows as they come.
-struct RowCollector {
+/// The post filter, then skip, then limit, applied to rows as they come: which rows are output, and when the
+/// output is full. Shared by ``RowCollector`` and ``AllDocsCollector``, which differ only in where rows go.
+struct RowWindow {
     var toSkip: Int
     let limit: Int?
     let filter: (@Sendable (QueryRow) -> Bool)?
-    var store: RowStore
+    /// Rows admitted so far.
+    private(set) var taken = 0
 
-    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?, store: RowStore = RowStore()) {
-        self.toSkip = skip
+    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?) {
+        toSkip = skip
         self.limit = limit
         self.filter = filter
-        self.store = store
     }
 
-    var isFull: Bool { limit.map { store.count >= $0 } ?? false }
+    var isFull: Bool { limit.map { taken >= $0 } ?? false }
+
+    /// Whether the next row is to be output (then it is counted, and the caller outputs it): false when the
+    /// filter rejects it or the skip takes it. `passes` applies the filter to the row, so a caller makes the
+    /// row, or borrows it, only when there is a filter.
+    @inline(__always)
+    mutating func admits(_ passes: (_ filter: @Sendable (QueryRow) -> Bool) throws -> Bool) rethrows -> Bool {
+        if let filter, try !passes(filter) { return false }
+        if toSkip > 0 {
+            toSkip -= 1
+            return false
+        }
+        taken += 1
+        return true
+    }
+}
+
+/// A ``RowWindow`` over rows collected into a ``RowStore``.
+struct RowCollector {
+    var window: RowWindow
+    var store = RowStore()
+
+    init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?) {
+        window = RowWindow(skip: skip, limit: limit, filter: filter)
+    }
+
+    var isFull: Bool { window.isFull }
 
     /// Takes a row if it passes; returns false once the limit is reached. The row is consumed, so a scan's
     /// row moves into the result instead of being copied and destroyed (a retain/release pair per field).
     mutating func offer(_ row: consuming QueryRow) -> Bool {
-        if let filter, !filter(row) { return true }
-        if toSkip > 0 {
-            toSkip -= 1
-            return true
-        }
+        guard window.admits({ $0(row) }) else { return true }
         store.append(row)
         return !isFull
     }
@@ -246,54 +269,38 @@ protocol AllDocsOutput {
     mutating func take(_ row: consuming QueryRow) throws
 }
 
-/// ``RowCollector`` for all-documents queries: the post filter, then skip, then limit, applied to rows as they
-/// come, which go to an ``AllDocsOutput``.
+/// A ``RowWindow`` for all-documents queries, whose rows go to an ``AllDocsOutput``.
 struct AllDocsCollector<Output: AllDocsOutput> {
-    var toSkip: Int
-    let limit: Int?
-    let filter: (@Sendable (QueryRow) -> Bool)?
+    var window: RowWindow
     let source: RowSource
     let keyIsSequence: Bool
     var output: Output
-    private var taken = 0
 
     init(skip: Int, limit: Int?, filter: (@Sendable (QueryRow) -> Bool)?, source: RowSource, keyIsSequence: Bool,
          output: Output) {
-        toSkip = skip
-        self.limit = limit
-        self.filter = filter
+        window = RowWindow(skip: skip, limit: limit, filter: filter)
         self.source = source
         self.keyIsSequence = keyIsSequence
         self.output = output
     }
 
-    var isFull: Bool { limit.map { taken >= $0 } ?? false }
+    var isFull: Bool { window.isFull }
 
-    /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached.
+    /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached. The row
+    /// is made for the filter only when there is one.
     mutating func offer(leaf: Node, index: Int) throws -> Bool {
-        if let filter,
-           !filter(QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index,
-                            source: source)) {
-            return true
-        }
-        if toSkip > 0 {
-            toSkip -= 1
-            return true
-        }
+        let (source, keyIsSequence) = (source, keyIsSequence)
+        guard window.admits({
+            $0(QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index, source: source))
+        }) else { return true }
         try output.take(leaf: leaf, index: index)
-        taken += 1
         return !isFull
     }
 
     /// Takes a row if it passes; returns false once the limit is reached.
     mutating func offer(_ row: consuming QueryRow) throws -> Bool {
-        if let filter, !filter(row) { return true }
-        if toSkip > 0 {
-            toSkip -= 1
-            return true
-        }
+        guard window.admits({ $0(row) }) else { return true }
         try output.take(row)
-        taken += 1
         return !isFull
     }
 }

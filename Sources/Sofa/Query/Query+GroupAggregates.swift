@@ -62,11 +62,12 @@ extension Query {
             let count = Int(clamping: try snapshot.groups.count(in: between))
             // Without a filter every group is an output row: skipped ones are passed by their subtree counts.
             var treeSkip = 0
-            if collector.filter == nil && collector.toSkip > 0 {
-                treeSkip = min(collector.toSkip, count)
-                collector.toSkip -= treeSkip
+            if collector.window.filter == nil && collector.window.toSkip > 0 {
+                treeSkip = min(collector.window.toSkip, count)
+                collector.window.toSkip -= treeSkip
             }
-            collector.store.reserveCapacity(collector.store.count + min(count - treeSkip, collector.limit ?? .max) + 1)
+            let groupsOut = min(count - treeSkip, collector.window.limit ?? .max)
+            collector.store.reserveCapacity(collector.store.count + groupsOut + 1)
             var more = true
             try snapshot.groups.forEach(in: between, descending: descending, skip: UInt64(treeSkip)) { _, value in
                 let aggregate = try GroupAggregate(value)

@@ -56,8 +56,8 @@ extension Query {
                 // Without a filter every row is output, so a single range skips with the stored counts.
                 let treeSkip = postFilter == nil && !sorting && ranges.count == 1 ? skip : 0
                 // Room for a small page up front, so 20 rows take one allocation rather than six.
-                if let limit = collector.limit { collector.store.reserveCapacity(min(limit, 256)) }
-                collector.toSkip -= treeSkip
+                if let limit = collector.window.limit { collector.store.reserveCapacity(min(limit, 256)) }
+                collector.window.toSkip -= treeSkip
                 for range in descending ? ranges.reversed() : ranges {
                     var more = true
                     try snapshot.rows.forEach(in: range, descending: descending, skip: UInt64(treeSkip)) { key, value in

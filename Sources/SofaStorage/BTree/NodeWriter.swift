@@ -49,6 +49,40 @@ package struct NodeWriter {
         varintSize(UInt64(child.key.count)) + child.key.count + child.pointer.encodedSize
     }
 
+    /// Bytes the payload of a leaf holding `entries` takes.
+    package static func leafPayloadSize(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
+    ) -> Int {
+        var size = varintSize(UInt64(entries.count))
+        for e in entries { size += leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        return size
+    }
+
+    /// Encodes the payload of a leaf holding `entries` into `out`, which is exactly
+    /// ``leafPayloadSize(_:)`` bytes: the one leaf encoder, so batch modify and bulk load write the same bytes.
+    /// Sized first, then written with one copy per field (appending each field to an array cost more).
+    ///
+    /// - Parameter layout: when non-nil, each entry's ``Node/Layout`` is appended to it, for a node the cache
+    ///   takes without parsing the bytes again.
+    package static func encodeLeafPayload(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
+        into out: UnsafeMutableRawBufferPointer, layout: inout [Node.Layout]?
+    ) {
+        let base = out.baseAddress!
+        var at = storeVarint(UInt64(entries.count), at: base)
+        for e in entries {
+            at = storeVarint(UInt64(e.key.count), at: at)
+            let keyStart = at - base
+            if e.key.count > 0 { at.copyMemory(from: e.key.baseAddress!, byteCount: e.key.count) }
+            at = storeVarint(UInt64(e.value.count), at: at + e.key.count)
+            layout?.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(e.key.count),
+                                       valueStart: Int32(at - base), valueLength: Int32(e.value.count)))
+            if e.value.count > 0 { at.copyMemory(from: e.value.baseAddress!, byteCount: e.value.count) }
+            at += e.value.count
+        }
+        precondition(at - base == out.count)
+    }
+
     /// Writes one leaf holding `entries` (ascending, at least one) and returns its entry for the parent.
     ///
     /// The payload is encoded straight into an allocation of its exact size, which the node cache then takes
@@ -57,25 +91,15 @@ package struct NodeWriter {
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
     ) throws -> ChildEntry {
         precondition(!entries.isEmpty)
-        var total = varintSize(UInt64(entries.count))
-        for e in entries { total += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
+        let total = NodeWriter.leafPayloadSize(entries)
         let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
-        var layout: [Node.Layout] = []
-        if cachesLeaves { layout.reserveCapacity(entries.count) }
-        var at = storeVarint(UInt64(entries.count), at: bytes)
-        for e in entries {
-            at = storeVarint(UInt64(e.key.count), at: at)
-            let keyStart = at - bytes
-            if e.key.count > 0 { at.copyMemory(from: e.key.baseAddress!, byteCount: e.key.count) }
-            at = storeVarint(UInt64(e.value.count), at: at + e.key.count)
-            if cachesLeaves {
-                layout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(e.key.count),
-                                          valueStart: Int32(at - bytes), valueLength: Int32(e.value.count)))
-            }
-            if e.value.count > 0 { at.copyMemory(from: e.value.baseAddress!, byteCount: e.value.count) }
-            at += e.value.count
+        var layout: [Node.Layout]? = nil
+        if cachesLeaves {
+            layout = []
+            layout!.reserveCapacity(entries.count)
         }
-        precondition(at - bytes == total)
+        NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(start: bytes, count: total),
+                                     layout: &layout)
         let offset: UInt64, length: Int, reduction: [UInt8]
         do {
             reduction = try configuration.reducer?.reduce(entries) ?? []
@@ -85,7 +109,7 @@ package struct NodeWriter {
             bytes.deallocate()
             throw error
         }
-        if cachesLeaves {
+        if let layout {
             let payload = ChunkPayload(taking: bytes, count: total, offset: offset, kind: .leaf, fileLength: length)
             file.nodeCache.insert(Node(payload: payload, isLeaf: true, layout: layout, children: []), at: offset)
         } else {
@@ -96,57 +120,16 @@ package struct NodeWriter {
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
     }
 
-    /// Stores `value` as a varint at `p` and returns the position after it.
-    private func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
-        var v = value
-        var q = p
-        while v >= 0x80 {
-            q.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
-            q += 1
-            v >>= 7
-        }
-        q.storeBytes(of: UInt8(v), as: UInt8.self)
-        return q + 1
-    }
-
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
     /// encoding half of ``writeLeaf(_:)``, for callers that frame and append chunks themselves.
     package func encodeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], into payload: inout [UInt8]
     ) throws -> [UInt8] {
-        // Sized first, then written with one copy per field: appending each field to the array cost more
-        // than copying it.
-        var size = varintSize(UInt64(entries.count))
-        for e in entries { size += NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count) }
         // The buffer keeps its capacity from leaf to leaf: no allocation once it has grown.
         payload.removeAll(keepingCapacity: true)
-        payload.append(contentsOf: repeatElement(0, count: size))
-        payload.withUnsafeMutableBytes { out in
-            var at = 0
-            func varint(_ value: Int) {
-                var v = UInt64(value)
-                while v >= 0x80 {
-                    out[at] = UInt8(truncatingIfNeeded: v) | 0x80
-                    at += 1
-                    v >>= 7
-                }
-                out[at] = UInt8(v)
-                at += 1
-            }
-            func bytes(_ field: UnsafeRawBufferPointer) {
-                varint(field.count)
-                if let base = field.baseAddress, field.count > 0 {
-                    (out.baseAddress! + at).copyMemory(from: base, byteCount: field.count)
-                    at += field.count
-                }
-            }
-            varint(entries.count)
-            for e in entries {
-                bytes(e.key)
-                bytes(e.value)
-            }
-            precondition(at == size)
-        }
+        payload.append(contentsOf: repeatElement(0, count: NodeWriter.leafPayloadSize(entries)))
+        var noLayout: [Node.Layout]? = nil
+        payload.withUnsafeMutableBytes { NodeWriter.encodeLeafPayload(entries, into: $0, layout: &noLayout) }
         return try configuration.reducer?.reduce(entries) ?? []
     }
 

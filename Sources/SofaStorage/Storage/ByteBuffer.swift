@@ -29,6 +29,20 @@ extension Array where Element == UInt8 {
     }
 }
 
+/// Stores `value` as an unsigned LEB128 varint at `p` (``varintSize(_:)`` bytes must be free there) and returns
+/// the position after it: `appendVarint` for encoders that write into memory sized in advance.
+package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+    var v = value
+    var q = p
+    while v >= 0x80 {
+        q.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
+        q += 1
+        v >>= 7
+    }
+    q.storeBytes(of: UInt8(v), as: UInt8.self)
+    return q + 1
+}
+
 /// The number of bytes `value` takes as a varint.
 package func varintSize(_ value: UInt64) -> Int {
     var v = value
