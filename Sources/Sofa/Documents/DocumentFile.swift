@@ -172,13 +172,7 @@ final class DocumentSnapshot: Sendable {
 
     /// The JSON of a stored body.
     func body(_ stored: StoredBody) throws -> JSON {
-        switch stored {
-        case .empty: return .object([:])
-        case .inline(let bytes): return try DocumentSnapshot.parseBody(bytes, path: path)
-        case .chunk(let offset):
-            let chunk = try storage.readChunk(at: offset, kind: .value, limit: byID.limit)
-            return try chunk.withUnsafeBytes { try DocumentSnapshot.parseBody($0, path: path, offset: offset) }
-        }
+        try body(stored, leading: [])!  // no leading member, so no name can collide
     }
 
     /// The body `stored` parsed as an object with `leading` members first (the indexer's `_id` and `_rev`); `nil`
@@ -222,18 +216,7 @@ final class DocumentSnapshot: Sendable {
 
     /// Parses stored body bytes; anything but a JSON object is corruption (a put never stores one).
     static func parseBody(_ bytes: UnsafeRawBufferPointer, path: String, offset: UInt64) throws -> JSON {
-        let value: JSON
-        do {
-            value = try JSON(parsing: bytes)
-        } catch let error as SofaError {
-            throw SofaError(.corruption, "stored document body is not valid JSON: \(error.message)", path: path,
-                            offset: Int(clamping: offset))
-        }
-        guard case .object = value else {
-            throw SofaError(.corruption, "stored document body is a \(value.typeName), not an object", path: path,
-                            offset: Int(clamping: offset))
-        }
-        return value
+        try parseBody(bytes, leading: [], path: path, offset: offset)!  // no leading member to collide with
     }
 
     /// The document `id` at its winning revision (or at leaf `revision`), nil when absent.
