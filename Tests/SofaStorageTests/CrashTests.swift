@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 @testable import SofaStorage
 
 /// Process crashes (RELIABILITY.md R1): the `crash-worker` child commits a seeded workload and is killed with
@@ -9,19 +11,8 @@ import Testing
 ///
 /// `SOFA_CRASH_KILLS` sets the number of kills (default 60; `make crash-test` runs thousands).
 @Suite struct CrashTests {
-    /// The directory holding this test binary, where SwiftPM also puts the `crash-worker` executable.
-    static var productsDirectory: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        // The XCTest bundle layout nests the binary one level deeper on some toolchains.
-        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("crash-worker").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.path
-    }
-
     @Test func killedWriterAlwaysRecoversToAnAcknowledgedCommit() throws {
-        let worker = Self.productsDirectory + "/crash-worker"
+        let worker = builtExecutable("crash-worker")
         try #require(FileManager.default.isExecutableFile(atPath: worker), "build the crash-worker first: \(worker)")
         let kills = Int(ProcessInfo.processInfo.environment["SOFA_CRASH_KILLS"] ?? "") ?? 60
         for seed in SeededGenerator.seeds(fixed: [31]) {

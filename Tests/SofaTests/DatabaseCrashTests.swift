@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 @testable import Sofa
 @testable import SofaStorage
 
@@ -18,19 +20,8 @@ import Testing
 /// `SOFA_CRASH_KILLS` sets the kills per seed (default 40; `make crash-test` runs thousands), `SOFA_SEED` the
 /// seed. On a failure the database directory is kept, and its path is in the message with the seed and kill.
 @Suite struct DatabaseCrashTests {
-    /// The directory holding this test binary, where SwiftPM also puts the `crash-worker` executable.
-    static var productsDirectory: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        // The XCTest bundle layout nests the binary one level deeper on some toolchains.
-        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("crash-worker").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.path
-    }
-
     @Test func killedDatabaseWriterRecoversDocumentsAndViews() throws {
-        let worker = Self.productsDirectory + "/crash-worker"
+        let worker = builtExecutable("crash-worker")
         try #require(FileManager.default.isExecutableFile(atPath: worker), "build the crash-worker first: \(worker)")
         let kills = Int(ProcessInfo.processInfo.environment["SOFA_CRASH_KILLS"] ?? "") ?? 40
         for seed in SeededRandom.testSeeds {
