@@ -30,22 +30,9 @@ import SofaTestSupport
         var model: [[UInt8]: [UInt8]] = [:]
         var modeled = 0
         for kill in 1...kills {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: worker)
-            process.arguments = ["tree", path, String(seed)]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            usleep(UInt32.random(in: 2_000...40_000, using: &rng))
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            var lastBegin = 0, lastAck = 0
-            for line in log.split(separator: "\n") {
-                let parts = line.split(separator: " ")
-                guard parts.count == 2, let k = Int(parts[1]) else { continue }
-                if parts[0] == "BEGIN" { lastBegin = k } else if parts[0] == "ACK" { lastAck = k }
-            }
+            let log = try runAndKillCrashWorker(worker, ["tree", path, String(seed)],
+                                                afterMicroseconds: UInt32.random(in: 2_000...40_000, using: &rng))
+            let (lastBegin, lastAck) = (log.lastBegin ?? 0, log.lastAck ?? 0)
             guard FileManager.default.fileExists(atPath: path) else { continue }  // killed before creating it
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             let recovered = Int(file.latestCommit.commitNumber) - 1

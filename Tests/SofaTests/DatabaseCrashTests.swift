@@ -138,24 +138,11 @@ import SofaTestSupport
         var model = DatabaseCrashWorkload.Model(seed: seed)
         var killedIn: [DatabaseCrashWorkload.Kind: Int] = [:]
         for kill in 1...kills {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: worker)
-            process.arguments = ["database", path, String(seed)]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
             // Long enough for the worker to open the database and run some steps; sometimes it dies opening.
-            usleep(UInt32.random(in: 5_000...120_000, using: &random))
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let log = try runAndKillCrashWorker(worker, ["database", path, String(seed)],
+                                                afterMicroseconds: UInt32.random(in: 5_000...120_000, using: &random))
             // A worker killed before its first step has begun and acknowledged nothing past the last recovery.
-            var lastBegin = model.steps, lastAck = model.steps
-            for line in log.split(separator: "\n") {
-                let parts = line.split(separator: " ")
-                guard parts.count == 2, let k = Int(parts[1]) else { continue }
-                if parts[0] == "BEGIN" { lastBegin = k } else if parts[0] == "ACK" { lastAck = k }
-            }
+            let (lastBegin, lastAck) = (log.lastBegin ?? model.steps, log.lastAck ?? model.steps)
             guard FileManager.default.fileExists(atPath: path + "/docs") else { continue }  // killed creating it
 
             var problems: [String] = []
