@@ -10,6 +10,7 @@
 //   Sofa           JSON, collation, documents, views, queries and the public API
 //   sofa           the command-line tool (tools/sofa)
 //   crash-worker   the child process the crash tests kill (tools/crash-worker)
+//   SofaTestSupport  helpers the test targets share (Tests/SofaTestSupport); in no product
 //
 // Products: `Sofa` (the database) and `SofaStorage` (the engine alone: file + B+tree, for the engine-level
 // benchmarks and anyone who wants a memcmp-ordered tree with stored reductions).
@@ -60,10 +61,11 @@ let package = Package(
         .executableTarget(
             name: "crash-worker", dependencies: ["Sofa", "SofaStorage"], path: "tools/crash-worker",
             swiftSettings: releaseTuning),
+        .target(name: "SofaTestSupport", dependencies: ["Sofa"], path: "Tests/SofaTestSupport"),
         // The crash tests run `crash-worker` as a child process; depending on it makes `swift test` build it.
-        .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "crash-worker"]),
-        .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage", "crash-worker"]),
+        .testTarget(name: "SofaStorageTests", dependencies: ["SofaStorage", "SofaTestSupport", "crash-worker"]),
+        .testTarget(name: "SofaTests", dependencies: ["Sofa", "SofaStorage", "SofaTestSupport", "crash-worker"]),
         // Runs the built `sofa` executable as a child process (exit codes, output).
-        .testTarget(name: "SofaToolTests", dependencies: ["sofa", "Sofa"]),
+        .testTarget(name: "SofaToolTests", dependencies: ["sofa", "Sofa", "SofaTestSupport"]),
     ]
 )

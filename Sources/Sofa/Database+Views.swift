@@ -64,15 +64,9 @@ extension Database {
     /// The names of the views with an index file or registered in this process, sorted.
     public var viewNames: [String] {
         var names = Set(viewRegistry.names.filter { viewRegistry.registered($0, database: self)?.hasMap == true })
-        if let dir = opendir(path + "/views") {
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-                }
-                if Database.isValidViewName(name) { names.insert(name) }
-            }
-        }
+        // No views directory yet (or an unreadable one): only the registered views.
+        let files = (try? system.contentsOfDirectory(path + "/views")) ?? []
+        names.formUnion(files.filter(Database.isValidViewName))
         return names.sorted()
     }
 
@@ -112,12 +106,16 @@ extension Database {
         !name.isEmpty && !name.contains("/") && !name.hasPrefix(".") && !name.utf8.contains(0)
     }
 
-    /// Creates `NAME.sofa/views` when missing.
+    /// Creates `NAME.sofa/views` when missing, and makes its name durable (the database directory is fsynced).
     func makeViewsDirectory() throws {
         let dir = path + "/views"
-        if mkdir(dir, 0o755) != 0 && errno != EEXIST {
-            throw SofaError(.ioError, "cannot create the views directory: \(String(cString: strerror(errno)))",
-                            path: dir)
+        do {
+            try system.mkdir(dir, mode: 0o755)
+            try system.fsyncDirectory(path)
+        } catch where error.errno == EEXIST {
+            // Already there.
+        } catch {
+            throw StorageFile.error(error, path: dir)
         }
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 @testable import SofaStorage
 
 /// Process crashes (RELIABILITY.md R1): the `crash-worker` child commits a seeded workload and is killed with
@@ -9,19 +11,8 @@ import Testing
 ///
 /// `SOFA_CRASH_KILLS` sets the number of kills (default 60; `make crash-test` runs thousands).
 @Suite struct CrashTests {
-    /// The directory holding this test binary, where SwiftPM also puts the `crash-worker` executable.
-    static var productsDirectory: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        // The XCTest bundle layout nests the binary one level deeper on some toolchains.
-        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("crash-worker").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.path
-    }
-
     @Test func killedWriterAlwaysRecoversToAnAcknowledgedCommit() throws {
-        let worker = Self.productsDirectory + "/crash-worker"
+        let worker = builtExecutable("crash-worker")
         try #require(FileManager.default.isExecutableFile(atPath: worker), "build the crash-worker first: \(worker)")
         let kills = Int(ProcessInfo.processInfo.environment["SOFA_CRASH_KILLS"] ?? "") ?? 60
         for seed in SeededGenerator.seeds(fixed: [31]) {
@@ -39,22 +30,9 @@ import Testing
         var model: [[UInt8]: [UInt8]] = [:]
         var modeled = 0
         for kill in 1...kills {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: worker)
-            process.arguments = ["tree", path, String(seed)]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            usleep(UInt32.random(in: 2_000...40_000, using: &rng))
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            var lastBegin = 0, lastAck = 0
-            for line in log.split(separator: "\n") {
-                let parts = line.split(separator: " ")
-                guard parts.count == 2, let k = Int(parts[1]) else { continue }
-                if parts[0] == "BEGIN" { lastBegin = k } else if parts[0] == "ACK" { lastAck = k }
-            }
+            let log = try runAndKillCrashWorker(worker, ["tree", path, String(seed)],
+                                                afterMicroseconds: UInt32.random(in: 2_000...40_000, using: &rng))
+            let (lastBegin, lastAck) = (log.lastBegin ?? 0, log.lastAck ?? 0)
             guard FileManager.default.fileExists(atPath: path) else { continue }  // killed before creating it
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             let recovered = Int(file.latestCommit.commitNumber) - 1

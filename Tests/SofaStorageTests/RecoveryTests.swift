@@ -76,6 +76,18 @@ import Testing
     }
 
     /// Every node chunk reachable from the newest commit: offset and length.
+    /// Writes `bytes` to `path` with one random bit of one of `nodes` flipped; returns that node's offset and the
+    /// flipped byte's.
+    static func writeWithOneBitFlipped(_ bytes: [UInt8], in nodes: [(offset: UInt64, length: Int)], to path: String,
+                                       using rng: inout SeededGenerator) -> (nodeOffset: UInt64, byte: Int) {
+        let target = nodes.randomElement(using: &rng)!
+        let byte = Int(target.offset) + Int.random(in: 0..<target.length, using: &rng)
+        var damaged = bytes
+        damaged[byte] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
+        writeFile(path, damaged)
+        return (target.offset, byte)
+    }
+
     static func reachableNodes(_ tree: BTree) throws -> [(offset: UInt64, length: Int)] {
         var out: [(UInt64, Int)] = []
         func walk(_ offset: UInt64) throws {
@@ -107,12 +119,8 @@ import Testing
         var detected = 0
         let flips = 300
         for n in 0..<flips {
-            let target = nodes.randomElement(using: &rng)!
-            let byte = Int(target.offset) + Int.random(in: 0..<target.length, using: &rng)
-            var damaged = bytes
-            damaged[byte] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
             let path = scratch.file("flip-\(n)")
-            writeFile(path, damaged)
+            let (nodeOffset, byte) = Self.writeWithOneBitFlipped(bytes, in: nodes, to: path, using: &rng)
             let f = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             let t = BTree(file: f, commit: f.latestCommit, index: 0, configuration: CrashWorkload.configuration)
             do {
@@ -121,7 +129,7 @@ import Testing
                 Issue.record("flip at \(byte) not detected (rows equal model: \(rows.map(\.key) == model.map(\.key)))")
             } catch let error as SofaError {
                 #expect(error.code == .corruption, "flip at \(byte): \(error)")
-                #expect(error.offset == Int(target.offset), "flip at \(byte) reported at \(error.offset ?? -1)")
+                #expect(error.offset == Int(nodeOffset), "flip at \(byte) reported at \(error.offset ?? -1)")
                 #expect(error.path == path)
                 detected += 1
             }
@@ -150,12 +158,8 @@ import Testing
         var rolledBack = 0
         let flips = 100
         for n in 0..<flips {
-            let target = nodes.randomElement(using: &rng)!
-            let byte = Int(target.offset) + Int.random(in: 0..<target.length, using: &rng)
-            var damaged = bytes
-            damaged[byte] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
             let path = scratch.file("flip-\(n)")
-            writeFile(path, damaged)
+            let (nodeOffset, byte) = Self.writeWithOneBitFlipped(bytes, in: nodes, to: path, using: &rng)
             let f = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             if f.latestCommit.commitNumber != newest.commitNumber {
                 // The node held a piece of a sector that is all zeros: read as a torn commit, never wrong rows.
@@ -168,7 +172,7 @@ import Testing
                 _ = try t.rows()
                 Issue.record("flip at \(byte) not detected")
             } catch let error as SofaError {
-                #expect(error.code == .corruption && error.offset == Int(target.offset), "flip at \(byte): \(error)")
+                #expect(error.code == .corruption && error.offset == Int(nodeOffset), "flip at \(byte): \(error)")
                 detected += 1
             }
         }

@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 @testable import Sofa
 @testable import SofaStorage
 
@@ -18,19 +20,8 @@ import Testing
 /// `SOFA_CRASH_KILLS` sets the kills per seed (default 40; `make crash-test` runs thousands), `SOFA_SEED` the
 /// seed. On a failure the database directory is kept, and its path is in the message with the seed and kill.
 @Suite struct DatabaseCrashTests {
-    /// The directory holding this test binary, where SwiftPM also puts the `crash-worker` executable.
-    static var productsDirectory: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        // The XCTest bundle layout nests the binary one level deeper on some toolchains.
-        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("crash-worker").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.path
-    }
-
     @Test func killedDatabaseWriterRecoversDocumentsAndViews() throws {
-        let worker = Self.productsDirectory + "/crash-worker"
+        let worker = builtExecutable("crash-worker")
         try #require(FileManager.default.isExecutableFile(atPath: worker), "build the crash-worker first: \(worker)")
         let kills = Int(ProcessInfo.processInfo.environment["SOFA_CRASH_KILLS"] ?? "") ?? 40
         for seed in SeededRandom.testSeeds {
@@ -147,24 +138,11 @@ import Testing
         var model = DatabaseCrashWorkload.Model(seed: seed)
         var killedIn: [DatabaseCrashWorkload.Kind: Int] = [:]
         for kill in 1...kills {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: worker)
-            process.arguments = ["database", path, String(seed)]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
             // Long enough for the worker to open the database and run some steps; sometimes it dies opening.
-            usleep(UInt32.random(in: 5_000...120_000, using: &random))
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let log = try runAndKillCrashWorker(worker, ["database", path, String(seed)],
+                                                afterMicroseconds: UInt32.random(in: 5_000...120_000, using: &random))
             // A worker killed before its first step has begun and acknowledged nothing past the last recovery.
-            var lastBegin = model.steps, lastAck = model.steps
-            for line in log.split(separator: "\n") {
-                let parts = line.split(separator: " ")
-                guard parts.count == 2, let k = Int(parts[1]) else { continue }
-                if parts[0] == "BEGIN" { lastBegin = k } else if parts[0] == "ACK" { lastAck = k }
-            }
+            let (lastBegin, lastAck) = (log.lastBegin ?? model.steps, log.lastAck ?? model.steps)
             guard FileManager.default.fileExists(atPath: path + "/docs") else { continue }  // killed creating it
 
             var problems: [String] = []

@@ -1,5 +1,6 @@
 import Foundation
 import Sofa
+import SofaTestSupport
 import Testing
 
 /// `sofa compact`: every document survives (dumps before and after are identical), a file with updates shrinks,
@@ -59,17 +60,9 @@ import Testing
         let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
         for delay in delays {
             let original = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: DemoCommandTests.sofa)
-            process.arguments = ["compact", path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delay))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            let killed = try Tool.runAndKill(["compact", path], afterMicroseconds: delay)
             let current = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
-            if process.terminationReason == .uncaughtSignal {
+            if killed {
                 // Killed: either before the rename (the original, byte for byte) or after (a complete new file).
                 if current == original { killedMidway += 1 }
             }
@@ -163,15 +156,7 @@ import Testing
         let dir = Tool.Directory()
         let path = dir.path + "/custom.sofa"
         // An app's view with a custom reduce: the tool cannot recompute its reductions.
-        do {
-            let db = try Database(path: path)
-            try db.put(["n": 1], id: "a")
-            let view = db.view(named: "custom")
-            view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, 1) },
-                              reduce: .custom { _, values, _ in .number(View.totalValues(values)) })
-            try view.updateIndex()
-            try db.close()
-        }
+        try makeCustomReduceDatabase(at: path)
         let size = Tool.fileSize(path + "/views/custom")
         let json = try Tool.run(["compact", path, "--json"])
         #expect(json.status == 0, "\(json.error)")
@@ -194,17 +179,9 @@ import Testing
         let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
         for delay in delays {
             let original = try Data(contentsOf: URL(fileURLWithPath: file))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: DemoCommandTests.sofa)
-            process.arguments = ["compact", path, "--view", "byName"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delay))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            let killed = try Tool.runAndKill(["compact", path, "--view", "byName"], afterMicroseconds: delay)
             let current = try Data(contentsOf: URL(fileURLWithPath: file))
-            if process.terminationReason == .uncaughtSignal && current == original { killedMidway += 1 }
+            if killed && current == original { killedMidway += 1 }
             // The next writable open (load of nothing) removes any temporary file.
             #expect(try Tool.run(["load", path, "-"], input: "").status == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: path + "/views") == ["byName"],

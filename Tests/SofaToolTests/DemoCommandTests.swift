@@ -4,34 +4,10 @@ import Testing
 /// `sofa demo` — the README's main-job command — runs to the end on a small library and prints every
 /// section with sound results.
 @Suite struct DemoCommandTests {
-    /// The `sofa` executable next to this test binary (SwiftPM builds it because this target depends on it).
-    static var sofa: String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        if !FileManager.default.fileExists(atPath: dir.appendingPathComponent("sofa").path) {
-            dir = dir.deletingLastPathComponent()
-        }
-        return dir.appendingPathComponent("sofa").path
-    }
-
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: sofa)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let error = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output, error)
-    }
-
     @Test func demoRunsAndReportsSoundResults() throws {
         let dir = NSTemporaryDirectory() + "sofa-demo-\(UUID().uuidString.prefix(8)).sofa"
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let result = try Self.run(["demo", dir, "--docs", "3000"])
+        let result = try Tool.run(["demo", dir, "--docs", "3000"])
         #expect(result.status == 0, "stderr: \(result.error)")
         for expected in ["1. Generated 3,000 track documents", "2. Stored them", "3. Indexed three views: 9,000 rows",
                          "groupLevel 1 on byHierarchy", "groupLevel 2", "groupLevel 3", "descending byYear",
@@ -46,7 +22,7 @@ import Testing
     }
 
     @Test func badUsageExitsWithStatus2() throws {
-        let result = try Self.run(["demo", "--docs", "0"])
+        let result = try Tool.run(["demo", "--docs", "0"])
         #expect(result.status == 2)
         #expect(result.error.contains("--docs must be positive"))
     }

@@ -59,7 +59,7 @@ import Testing
         let file = dir.path + "/in.jsonl"
         try Tool.documents(5000).write(toFile: file, atomically: true, encoding: .utf8)
         // `script` runs the tool on a pseudo-terminal and copies what it writes there to standard output.
-        let command = "\(DemoCommandTests.sofa) load \(dir.path)/tty.sofa \(file) --batch 1000 --durability none"
+        let command = "\(Tool.sofa) load \(dir.path)/tty.sofa \(file) --batch 1000 --durability none"
         let terminal = try Tool.runProgram("/usr/bin/script", ["-qfec", command, "/dev/null"])
         #expect(terminal.status == 0, "\(terminal.output) \(terminal.error)")
         #expect(terminal.output.contains("\rload: "), "\(terminal.output.debugDescription)")

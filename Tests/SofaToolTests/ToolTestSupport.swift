@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 /// Runs the built `sofa` executable and makes databases for the verb tests.
 enum Tool {
     struct Result {
@@ -21,9 +23,27 @@ enum Tool {
         }
     }
 
+    /// The `sofa` executable next to this test binary (SwiftPM builds it because this target depends on it).
+    static let sofa = builtExecutable("sofa")
+
     /// Runs `sofa arguments…`, feeding `input` on standard input when given.
     static func run(_ arguments: [String], input: String? = nil) throws -> Result {
-        try runProgram(DemoCommandTests.sofa, arguments, input: input)
+        try runProgram(sofa, arguments, input: input)
+    }
+
+    /// Starts `sofa arguments…` with its output discarded and kills it with SIGKILL after `delay` microseconds.
+    /// Returns true when the signal ended it, false when it had exited by itself before.
+    static func runAndKill(_ arguments: [String], afterMicroseconds delay: Int) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: sofa)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(useconds_t(delay))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal
     }
 
     /// Runs `program arguments…`, feeding `input` on standard input when given.

@@ -8,6 +8,31 @@ protocol SQLiteConnection: AnyObject {
     var db: OpaquePointer? { get }
 }
 
+/// `SQLITE_STATIC`: the bound bytes stay valid until the statement is reset, so SQLite need not copy them.
+let sqliteNoCopy: sqlite3_destructor_type? = nil
+
+/// The start of an SQLite engine's configuration line: the library's version and what ``openSQLite(_:configure:)``
+/// sets.
+var sqliteSettings: String {
+    "SQLite \(String(cString: sqlite3_libversion())); WAL, synchronous=FULL, cache_size=-65536 (64 MiB)"
+}
+
+/// The files of the SQLite database at `path` in WAL mode: the database, its WAL and its shared-memory index.
+func sqliteFiles(_ path: String) -> [String] {
+    [path, path + "-wal", path + "-shm"]
+}
+
+/// Finalizes `statements` and closes the connection `db`; the caller forgets both. Closing the last connection
+/// checkpoints the WAL into the database file and deletes it.
+///
+/// - Throws: ``CompareError`` when SQLite refuses to close.
+func closeSQLite(_ db: OpaquePointer?, finalizing statements: [OpaquePointer?]) throws {
+    for statement in statements { sqlite3_finalize(statement) }
+    guard let db else { return }
+    let rc = sqlite3_close_v2(db)
+    guard rc == SQLITE_OK else { throw CompareError("sqlite: close failed (\(rc))") }
+}
+
 /// Opens or creates the database at `path`, lets `configure` install what must precede any statement (a
 /// collation), and sets WAL, `synchronous=FULL` and a 64 MiB page cache.
 ///
@@ -63,6 +88,18 @@ extension SQLiteConnection {
     /// Steps `statement` once, requiring the result code `expected` (`SQLITE_ROW`, `SQLITE_DONE`).
     func step(_ statement: OpaquePointer?, expecting expected: Int32) throws {
         guard sqlite3_step(statement) == expected else { throw error("step") }
+    }
+
+    /// Column `index`'s bytes, valid until the statement steps or resets. The pointer is fetched before the size,
+    /// as `sqlite3_column_blob`'s documentation requires.
+    func bytes(_ statement: OpaquePointer?, _ index: Int32) -> UnsafeRawBufferPointer {
+        let start = sqlite3_column_blob(statement, index)
+        return UnsafeRawBufferPointer(start: start, count: Int(sqlite3_column_bytes(statement, index)))
+    }
+
+    /// Column `index` as a string.
+    func text(_ statement: OpaquePointer?, _ index: Int32) -> String {
+        String(decoding: bytes(statement, index), as: UTF8.self)
     }
 
     /// An error for `what`, carrying SQLite's message.

@@ -12,8 +12,8 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
     static let name = "sqlite"
 
     static var configuration: String {
-        "SQLite \(String(cString: sqlite3_libversion())); WAL, synchronous=FULL, cache_size=-65536 (64 MiB), "
-            + "docs(id TEXT PRIMARY KEY, seq INTEGER, body BLOB) + index on seq; bodies parsed with Sofa's JSON"
+        sqliteSettings + ", docs(id TEXT PRIMARY KEY, seq INTEGER, body BLOB) + index on seq; "
+            + "bodies parsed with Sofa's JSON"
     }
 
     private let path: String
@@ -23,9 +23,6 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
     private var scan: OpaquePointer?
     /// The sequence of the last insert: the `seq` column, as Sofa's changes feed numbers writes.
     private var sequence: Int64 = 0
-
-    /// `SQLITE_STATIC`: the bound bytes stay valid until the statement is reset, so SQLite need not copy.
-    private static let noCopy: sqlite3_destructor_type? = nil
 
     init(directory: String) throws {
         path = directory + "/docs.sqlite"
@@ -43,16 +40,11 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
     }
 
     func putBatch(_ documents: ArraySlice<BenchDocument>) throws {
-        try execute("BEGIN IMMEDIATE")
-        do {
+        try transaction {
             for document in documents {
                 try insertRow(document)
             }
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
         }
-        try execute("COMMIT")
     }
 
     func putOne(_ document: BenchDocument) throws {
@@ -63,12 +55,12 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
         defer { sqlite3_reset(select) }
         var id = id
         let rc = id.withUTF8 { utf8 in
-            sqlite3_bind_text(select, 1, utf8.baseAddress, Int32(utf8.count), SQLiteDocumentsEngine.noCopy)
+            sqlite3_bind_text(select, 1, utf8.baseAddress, Int32(utf8.count), sqliteNoCopy)
             return sqlite3_step(select)
         }
         if rc == SQLITE_DONE { return nil }
         guard rc == SQLITE_ROW else { throw error("step") }
-        return try JSON(parsing: blob(select, 0))
+        return try JSON(parsing: bytes(select, 0))
     }
 
     func scanIDs(_ visit: (String) -> Void) throws {
@@ -76,7 +68,7 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
         var rc = sqlite3_step(scan)
         while rc == SQLITE_ROW {
             // The body column is fetched as a pointer, not copied: available, as Sofa's row holds its entry.
-            _ = sqlite3_column_blob(scan, 1)
+            _ = sqlite3_column_bytes(scan, 1)
             visit(text(scan, 0))
             rc = sqlite3_step(scan)
         }
@@ -87,7 +79,7 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
         defer { sqlite3_reset(scan) }
         var rc = sqlite3_step(scan)
         while rc == SQLITE_ROW {
-            visit(text(scan, 0), try JSON(parsing: blob(scan, 1)))
+            visit(text(scan, 0), try JSON(parsing: bytes(scan, 1)))
             rc = sqlite3_step(scan)
         }
         guard rc == SQLITE_DONE else { throw error("step") }
@@ -98,20 +90,11 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
     }
 
     func close() throws {
-        for statement in [insert, select, scan] {
-            sqlite3_finalize(statement)
-        }
-        (insert, select, scan) = (nil, nil, nil)
-        if db != nil {
-            let rc = sqlite3_close_v2(db)
-            db = nil
-            guard rc == SQLITE_OK else { throw CompareError("sqlite: close failed (\(rc))") }
-        }
+        defer { (insert, select, scan, db) = (nil, nil, nil, nil) }
+        try closeSQLite(db, finalizing: [insert, select, scan])
     }
 
-    var filesOnDisk: [String] {
-        [path, path + "-wal", path + "-shm"]
-    }
+    var filesOnDisk: [String] { sqliteFiles(path) }
 
     // MARK: - Statements
 
@@ -122,27 +105,12 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
         var id = document.id
         let rc = id.withUTF8 { utf8 in
             body.withUnsafeBytes { bytes in
-                sqlite3_bind_text(insert, 1, utf8.baseAddress, Int32(utf8.count), SQLiteDocumentsEngine.noCopy)
+                sqlite3_bind_text(insert, 1, utf8.baseAddress, Int32(utf8.count), sqliteNoCopy)
                 sqlite3_bind_int64(insert, 2, sequence)
-                sqlite3_bind_blob(insert, 3, bytes.baseAddress, Int32(bytes.count), SQLiteDocumentsEngine.noCopy)
+                sqlite3_bind_blob(insert, 3, bytes.baseAddress, Int32(bytes.count), sqliteNoCopy)
                 return sqlite3_step(insert)
             }
         }
         guard rc == SQLITE_DONE else { throw error("insert") }
     }
-
-    private func blob(_ statement: OpaquePointer?, _ column: Int32) -> UnsafeRawBufferPointer {
-        // The pointer must be fetched before the size (sqlite3_column_blob docs).
-        let bytes = sqlite3_column_blob(statement, column)
-        return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column)))
-    }
-
-    private func text(_ statement: OpaquePointer?, _ column: Int32) -> String {
-        let bytes = sqlite3_column_text(statement, column)
-        let count = Int(sqlite3_column_bytes(statement, column))
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
-    }
-
-
-
 }

@@ -10,8 +10,7 @@ final class SQLiteEngine: Engine, SQLiteConnection {
     static let name = "sqlite"
 
     static var configuration: String {
-        "SQLite \(String(cString: sqlite3_libversion())); WAL, synchronous=FULL, cache_size=-65536 (64 MiB), "
-            + "no mmap, WITHOUT ROWID, W6 = DELETE + INSERT"
+        sqliteSettings + ", no mmap, WITHOUT ROWID, W6 = DELETE + INSERT"
     }
 
     private let path: String
@@ -22,9 +21,6 @@ final class SQLiteEngine: Engine, SQLiteConnection {
     private var scanQuery: OpaquePointer?
     private var reduceQuery: OpaquePointer?
     private var countQuery: OpaquePointer?
-
-    /// `SQLITE_STATIC`: the bound bytes stay valid until the statement is reset, so SQLite need not copy.
-    private static let noCopy: sqlite3_destructor_type? = nil
 
     init(directory: String) throws {
         path = directory + "/rows.sqlite"
@@ -55,7 +51,7 @@ final class SQLiteEngine: Engine, SQLiteConnection {
                _ visit: (UnsafeRawBufferPointer, UInt32) -> Void) throws {
         let statement = rangeQuery
         defer { sqlite3_reset(statement) }
-        sqlite3_bind_blob(statement, 1, startKey.baseAddress, Int32(startKey.count), SQLiteEngine.noCopy)
+        sqlite3_bind_blob(statement, 1, startKey.baseAddress, Int32(startKey.count), sqliteNoCopy)
         sqlite3_bind_int(statement, 2, Int32(limit))
         try rows(of: statement, visit)
     }
@@ -68,8 +64,8 @@ final class SQLiteEngine: Engine, SQLiteConnection {
     func rangeReduce(low: UnsafeRawBufferPointer, high: UnsafeRawBufferPointer) throws -> (count: Int, sum: Int) {
         let statement = reduceQuery
         defer { sqlite3_reset(statement) }
-        sqlite3_bind_blob(statement, 1, low.baseAddress, Int32(low.count), SQLiteEngine.noCopy)
-        sqlite3_bind_blob(statement, 2, high.baseAddress, Int32(high.count), SQLiteEngine.noCopy)
+        sqlite3_bind_blob(statement, 1, low.baseAddress, Int32(low.count), sqliteNoCopy)
+        sqlite3_bind_blob(statement, 2, high.baseAddress, Int32(high.count), sqliteNoCopy)
         try step(statement, expecting: SQLITE_ROW)
         return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
     }
@@ -85,7 +81,7 @@ final class SQLiteEngine: Engine, SQLiteConnection {
             for i in 0 ..< changes.count {
                 let key = changes.key(i)
                 defer { sqlite3_reset(delete) }
-                sqlite3_bind_blob(delete, 1, key.baseAddress, Int32(key.count), SQLiteEngine.noCopy)
+                sqlite3_bind_blob(delete, 1, key.baseAddress, Int32(key.count), sqliteNoCopy)
                 try step(delete, expecting: SQLITE_DONE)
                 try insertRow(key, changes.value(i))
             }
@@ -93,27 +89,20 @@ final class SQLiteEngine: Engine, SQLiteConnection {
     }
 
     func close() throws {
-        for statement in [insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery] {
-            sqlite3_finalize(statement)
-        }
-        (insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery) = (nil, nil, nil, nil, nil, nil)
-        if db != nil {
-            // Closing the last connection checkpoints the WAL into the database file and deletes it.
-            let rc = sqlite3_close_v2(db)
+        defer {
+            (insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery) = (nil, nil, nil, nil, nil, nil)
             db = nil
-            guard rc == SQLITE_OK else { throw CompareError("sqlite: close failed (\(rc))") }
         }
+        try closeSQLite(db, finalizing: [insert, delete, rangeQuery, scanQuery, reduceQuery, countQuery])
     }
 
-    var filesOnDisk: [String] {
-        [path, path + "-wal", path + "-shm"]
-    }
+    var filesOnDisk: [String] { sqliteFiles(path) }
 
     // MARK: - Statements
 
     private func insertRow(_ key: UnsafeRawBufferPointer, _ value: UInt32) throws {
         defer { sqlite3_reset(insert) }
-        sqlite3_bind_blob(insert, 1, key.baseAddress, Int32(key.count), SQLiteEngine.noCopy)
+        sqlite3_bind_blob(insert, 1, key.baseAddress, Int32(key.count), sqliteNoCopy)
         sqlite3_bind_int64(insert, 2, Int64(value))
         try step(insert, expecting: SQLITE_DONE)
     }
@@ -122,18 +111,9 @@ final class SQLiteEngine: Engine, SQLiteConnection {
     private func rows(of statement: OpaquePointer?, _ visit: (UnsafeRawBufferPointer, UInt32) -> Void) throws {
         var rc = sqlite3_step(statement)
         while rc == SQLITE_ROW {
-            // Column 0 must be fetched as a blob before its size is asked for (sqlite3_column_blob docs).
-            let bytes = sqlite3_column_blob(statement, 0)
-            let count = Int(sqlite3_column_bytes(statement, 0))
-            let value = UInt32(truncatingIfNeeded: sqlite3_column_int64(statement, 1))
-            visit(UnsafeRawBufferPointer(start: bytes, count: count), value)
+            visit(bytes(statement, 0), UInt32(truncatingIfNeeded: sqlite3_column_int64(statement, 1)))
             rc = sqlite3_step(statement)
         }
         guard rc == SQLITE_DONE else { throw error("step") }
     }
-
-
-
-
-
 }

@@ -18,14 +18,34 @@ struct DocumentRecord: Sendable, Equatable {
     var sequence: UInt64
     var tree: RevisionTree
 
+    // The record's fields and bits by their FORMAT.md §10.1.1 names.
+
+    /// Document flags, bit 0: the winning revision is deleted.
     static let flagDeleted: UInt8 = 0x01
+    /// Document flags, bit 1: conflicted (two or more non-deleted leaf revisions).
     static let flagConflicted: UInt8 = 0x02
 
+    /// Revision entry flags, bit 0: deleted.
     private static let revDeleted: UInt8 = 0x01
+    /// Revision entry flags, bit 1: leaf.
     private static let revLeaf: UInt8 = 0x02
-    private static let revBinaryDigest: UInt8 = 0x04
+    /// Revision entry flags, bit 2: binary digest (16 bytes; clear: `varint` length and UTF-8 digest text).
+    static let revBinaryDigest: UInt8 = 0x04
+    /// Revision entry flags, bit 3: has parent (a `varint` parent index follows the digest).
     private static let revHasParent: UInt8 = 0x08
+    /// Revision entry flags, bits 4–5: the body kind, at this shift.
     private static let bodyShift: UInt8 = 4
+    /// Revision entry flags, bits 6–7: always zero.
+    private static let revReservedBits: UInt8 = 0xC0
+    /// Body kind 0: no body (a non-leaf revision, or an empty object).
+    private static let bodyKindNone: UInt8 = 0
+    /// Body kind 1: inline, a `varint` length then the body bytes.
+    private static let bodyKindInline: UInt8 = 1
+    /// Body kind 2: chunk, the `varint` file offset of the value chunk holding the body. (Kind 3 is invalid.)
+    private static let bodyKindChunk: UInt8 = 2
+    /// Generations are below 10^19: a revision ID's generation text has at most 19 digits, so a larger stored
+    /// generation is damage (and adding 1 to it could trap).
+    private static let generationLimit: UInt64 = 10_000_000_000_000_000_000
 
     var documentFlags: UInt8 {
         (tree.winner.deleted ? DocumentRecord.flagDeleted : 0) | (tree.isConflicted ? DocumentRecord.flagConflicted : 0)
@@ -45,8 +65,8 @@ struct DocumentRecord: Sendable, Equatable {
             if r.parent != nil { flags |= DocumentRecord.revHasParent }
             switch r.body {
             case .empty: break
-            case .inline: flags |= 1 << DocumentRecord.bodyShift
-            case .chunk: flags |= 2 << DocumentRecord.bodyShift
+            case .inline: flags |= DocumentRecord.bodyKindInline << DocumentRecord.bodyShift
+            case .chunk: flags |= DocumentRecord.bodyKindChunk << DocumentRecord.bodyShift
             }
             out.append(flags)
             out.appendVarint(r.id.generation)
@@ -98,22 +118,23 @@ struct DocumentRecord: Sendable, Equatable {
         let leafWithBinaryDigest = DocumentRecord.revLeaf | DocumentRecord.revBinaryDigest
         guard let flags = c.byte(), flags & ~DocumentRecord.flagDeleted == 0, let sequence = c.varint(),
               c.varint() == 1, let revFlags = c.byte(),
-              revFlags & (0xC0 | DocumentRecord.revHasParent | leafWithBinaryDigest) == leafWithBinaryDigest,
+              revFlags & (DocumentRecord.revReservedBits | DocumentRecord.revHasParent | leafWithBinaryDigest)
+                == leafWithBinaryDigest,
               revFlags & DocumentRecord.revDeleted == flags,
-              let generation = c.varint(), generation > 0, generation < 10_000_000_000_000_000_000,
+              let generation = c.varint(), generation > 0, generation < DocumentRecord.generationLimit,
               let (high, low) = c.digest()
         else { return nil }
         let id = RevisionID(generation: generation, digest: .md5(high: high, low: low))
         let body: StoredBody
         switch revFlags >> DocumentRecord.bodyShift {
-        case 0: body = .empty
-        case 1:
+        case DocumentRecord.bodyKindNone: body = .empty
+        case DocumentRecord.bodyKindInline:
             guard let length = c.varint(), length <= UInt64(bytes.count - c.position) else { return nil }
             let start = c.position
             c.position += Int(length)
             if wanted.map({ $0 == id }) ?? true { bodyRange = start..<c.position }
             body = .inline([])
-        case 2:
+        case DocumentRecord.bodyKindChunk:
             guard let offset = c.varint() else { return nil }
             body = .chunk(offset: offset)
         default: return nil
@@ -137,20 +158,21 @@ struct DocumentRecord: Sendable, Equatable {
         revisions.reserveCapacity(count)
         for i in 0..<count {
             let revFlags = try r.readByte()
-            guard revFlags & 0xC0 == 0, revFlags >> DocumentRecord.bodyShift != 3 else {
+            // With bits 6–7 zero the kind is 0...3, and 3 is invalid.
+            let bodyKind = revFlags >> DocumentRecord.bodyShift
+            guard revFlags & DocumentRecord.revReservedBits == 0, bodyKind <= DocumentRecord.bodyKindChunk else {
                 throw r.corruption("unknown revision flags \(revFlags)")
             }
             let generation = try r.readVarint()
-            // Text revision IDs have at most 19 digits; a larger stored generation is damage (and +1 would trap).
-            guard generation > 0, generation < 10_000_000_000_000_000_000 else {
+            guard generation > 0, generation < DocumentRecord.generationLimit else {
                 throw r.corruption("revision generation \(generation) is out of range")
             }
             let digest = try RevisionID.decodeDigest(&r, binary: revFlags & DocumentRecord.revBinaryDigest != 0)
             var parent: Int?
             if revFlags & DocumentRecord.revHasParent != 0 { parent = try r.readLength(limit: count - 1) }
             let body: StoredBody
-            switch revFlags >> DocumentRecord.bodyShift {
-            case 1:
+            switch bodyKind {
+            case DocumentRecord.bodyKindInline:
                 let bytesOfBody = try r.readLengthPrefixed()
                 if copyingBodies {
                     body = .inline(Array(bytesOfBody))
@@ -160,8 +182,8 @@ struct DocumentRecord: Sendable, Equatable {
                     }
                     body = .inline([])
                 }
-            case 2: body = .chunk(offset: try r.readVarint())
-            default: body = .empty
+            case DocumentRecord.bodyKindChunk: body = .chunk(offset: try r.readVarint())
+            default: body = .empty  // bodyKindNone
             }
             revisions.append(RevisionTree.Revision(
                 id: RevisionID(generation: generation, digest: digest), parent: parent,
@@ -199,7 +221,7 @@ struct RecordSummary: Sendable {
         else { throw SofaError(.corruption, "truncated or malformed by-ID entry", path: path()) }
         self.flags = flags
         self.sequence = sequence
-        if revFlags & 0x04 != 0 {
+        if revFlags & DocumentRecord.revBinaryDigest != 0 {
             guard let (high, low) = cursor.digest() else {
                 throw SofaError(.corruption, "truncated digest", path: path())
             }
@@ -219,7 +241,7 @@ extension RecordSummary {
     static func checkedFlags(of bytes: UnsafeRawBufferPointer) -> UInt8? {
         var cursor = EntryCursor(bytes: bytes)
         guard let flags = cursor.byte(), cursor.varint() != nil, cursor.varint() != nil, let revFlags = cursor.byte(),
-              revFlags & 0x04 != 0, cursor.varint() != nil, cursor.digest() != nil
+              revFlags & DocumentRecord.revBinaryDigest != 0, cursor.varint() != nil, cursor.digest() != nil
         else { return nil }
         return flags
     }

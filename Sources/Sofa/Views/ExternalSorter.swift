@@ -9,31 +9,36 @@ import SofaStorage
 /// nothing spilled, streams the sorted arena). First index builds feed it unordered rows and bulk-load the
 /// ordered stream, so a 10M-row build holds one arena, not every row.
 ///
+/// Every file call goes through `system`, so the reliability tests can fail a run's creation, write or read.
+///
 /// Keys must be distinct (row keys are).
 final class ExternalSorter {
     private let directory: String
     private let budget: Int
+    private let system: any SystemCalls
     private var arena: [UInt8] = []
     /// Per pair: start of its key in the arena, key length, value length (the value follows the key).
     typealias Entry = (start: Int, keyLength: Int32, valueLength: Int32)
     private var entries: [Entry] = []
-    private var runs: [UnsafeMutablePointer<FILE>] = []
+    private var runs: [SortRun] = []
     /// The run being sorted and written in the background.
     private var inFlight: SpillJob?
     private static let queue = DispatchQueue(label: "sofa.sort-runs", attributes: .concurrent)
 
-    /// A sorter spilling runs into `directory` once `budget` bytes of pairs are held.
-    init(directory: String, budget: Int = 64 << 20) {
+    /// A sorter spilling runs into `directory` once `budget` bytes of pairs are held, through `system` (pass
+    /// the owning file's, so that fault injection reaches the runs too).
+    init(directory: String, budget: Int = 64 << 20, system: any SystemCalls = PosixSystemCalls()) {
         self.directory = directory
         self.budget = budget
+        self.system = system
     }
 
     deinit {
         if let job = inFlight {
             job.group.wait()
-            if case .success(let file) = job.result { fclose(file) }
+            if case .success(let run) = job.result { try? system.close(run.fd) }
         }
-        for run in runs { fclose(run) }
+        for run in runs { try? system.close(run.fd) }
     }
 
     /// Pairs added so far and not yet spilled.
@@ -105,14 +110,14 @@ final class ExternalSorter {
         guard !entries.isEmpty else { return }
         try waitForSpill()
         let job = SpillJob()
-        let (arena, entries, directory) = (self.arena, self.entries, self.directory)
+        let (arena, entries, directory, system) = (self.arena, self.entries, self.directory, self.system)
         self.arena = []
         self.entries = []
         self.arena.reserveCapacity(arena.count)
         self.entries.reserveCapacity(entries.count)
         inFlight = job
         ExternalSorter.queue.async(group: job.group) {
-            job.result = Result { try ExternalSorter.writeRun(arena, entries, directory: directory) }
+            job.result = Result { try ExternalSorter.writeRun(arena, entries, directory: directory, system: system) }
         }
     }
 
@@ -124,55 +129,71 @@ final class ExternalSorter {
         runs.append(try job.result.get())
     }
 
-    /// Sorts pairs and writes them to a new unlinked temporary file, rewound for reading.
-    private static func writeRun(_ arena: [UInt8], _ entries: [Entry],
-                                 directory: String) throws -> UnsafeMutablePointer<FILE> {
+    /// Sorts pairs and writes them to a new unlinked temporary file.
+    private static func writeRun(_ arena: [UInt8], _ entries: [Entry], directory: String,
+                                 system: any SystemCalls) throws -> SortRun {
         var entries = entries
         sort(&entries, in: arena)
-        var template = Array("\(directory)/.sort-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ExternalSorter.ioError("create a sort run in \(directory)") }
-        // Unlinked at once: the run lives only as long as this sorter, even if the process dies.
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        guard let file = fdopen(fd, "w+") else {
-            close(fd)
-            throw ExternalSorter.ioError("open a sort run")
-        }
+        let fd = try createRunFile(in: directory, system: system)
+        var size: Int64 = 0
         do {
             var out: [UInt8] = []
             out.reserveCapacity(1 << 20)
+            func flush() throws {
+                do {
+                    try out.withUnsafeBytes { try system.pwriteAll(fd, $0, at: size) }
+                } catch let failure as SystemCallFailure {
+                    throw runError(failure, "write a sort run", path: directory)
+                }
+                size += Int64(out.count)
+                out.removeAll(keepingCapacity: true)
+            }
             try arena.withUnsafeBytes { a in
                 for e in entries {
                     out.appendVarint(UInt64(e.keyLength))
                     out.appendVarint(UInt64(e.valueLength))
                     out.append(contentsOf: a[e.start..<(e.start + Int(e.keyLength) + Int(e.valueLength))])
-                    if out.count >= 1 << 20 {
-                        try write(out, to: file, directory: directory)
-                        out.removeAll(keepingCapacity: true)
-                    }
+                    if out.count >= 1 << 20 { try flush() }
                 }
             }
-            try write(out, to: file, directory: directory)
-            guard fflush(file) == 0 else { throw ExternalSorter.ioError("write a sort run") }
+            try flush()
         } catch {
-            fclose(file)
+            try? system.close(fd)
             throw error
         }
-        rewind(file)
-        return file
+        return SortRun(fd: fd, size: size)
     }
 
-    private static func write(_ bytes: [UInt8], to file: UnsafeMutablePointer<FILE>, directory: String) throws {
-        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
-        guard written == bytes.count else {
-            throw errno == ENOSPC
-                ? SofaError(.diskFull, "disk full while sorting index rows; free space and retry", path: directory)
-                : ExternalSorter.ioError("write a sort run")
+    /// Creates a temporary file in `directory` and unlinks it at once: a run lives only as long as its
+    /// descriptor, even if the process dies.
+    private static func createRunFile(in directory: String, system: any SystemCalls) throws -> Int32 {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let path = "\(directory)/.sort-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
+            let fd: Int32
+            do throws(SystemCallFailure) {
+                fd = try system.open(path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+            } catch {
+                if error.errno == EEXIST && attempt < 8 { continue }  // a name taken by chance: draw another
+                throw runError(error, "create a sort run", path: directory)
+            }
+            do throws(SystemCallFailure) {
+                try system.unlink(path)
+            } catch {
+                try? system.close(fd)
+                throw runError(error, "unlink a new sort run", path: path)
+            }
+            return fd
         }
     }
 
-    private static func ioError(_ what: String) -> SofaError {
-        SofaError(.ioError, "cannot \(what): \(String(cString: strerror(errno)))")
+    /// The error for a failed call on a run: `.diskFull` for `ENOSPC`, else `.ioError` naming the call.
+    fileprivate static func runError(_ failure: SystemCallFailure, _ what: String, path: String) -> SofaError {
+        if failure.errno == ENOSPC {
+            return SofaError(.diskFull, "disk full while sorting index rows; free space and retry", path: path)
+        }
+        return SofaError(.ioError, "cannot \(what): \(failure)", path: path)
     }
 
     /// Calls `body` with every pair in ascending key order, then empties the sorter.
@@ -184,7 +205,7 @@ final class ExternalSorter {
         let (memory, sorted) = (arena, entries)
         arena = []
         entries = []
-        var readers = runs.map { RunReader(file: $0) }
+        var readers = runs.map { RunReader(run: $0, system: system, directory: directory) }
         for i in readers.indices { try readers[i].advance() }
         try memory.withUnsafeBytes { a in
             func key(_ e: Entry) -> UnsafeRawBufferPointer {
@@ -218,33 +239,63 @@ final class ExternalSorter {
                 try readers[best].advance()
             }
         }
-        for run in runs { fclose(run) }
+        for run in runs { try? system.close(run.fd) }
         runs = []
     }
+}
+
+/// A run on disk: an unlinked file of `size` bytes of (key length, value length, key, value) in key order.
+private struct SortRun {
+    let fd: Int32
+    let size: Int64
 }
 
 /// A run being sorted and written on a background thread.
 private final class SpillJob: @unchecked Sendable {
     let group = DispatchGroup()
-    var result: Result<UnsafeMutablePointer<FILE>, any Error> = .failure(SofaError(.ioError, "sort run not written"))
+    var result: Result<SortRun, any Error> = .failure(SofaError(.ioError, "sort run not written"))
 }
 
-/// Reads one run's pairs back, through a buffer.
+/// Reads one run's pairs back from its start, through a buffer.
 private struct RunReader {
-    let file: UnsafeMutablePointer<FILE>
+    let run: SortRun
+    let system: any SystemCalls
+    /// Where errors say the run was (the run itself has no name: it is unlinked).
+    let directory: String
     var buffer = [UInt8](repeating: 0, count: 1 << 18)
+    /// The run's offset of the byte after `buffer[..<filled]`.
+    var offset: Int64 = 0
     var position = 0
     var filled = 0
     var key: [UInt8] = []
     var value: [UInt8] = []
     var hasPair = false
 
-    init(file: UnsafeMutablePointer<FILE>) { self.file = file }
+    init(run: SortRun, system: any SystemCalls, directory: String) {
+        self.run = run
+        self.system = system
+        self.directory = directory
+    }
+
+    /// Refills the buffer with the run's next bytes; `filled` is 0 at the end of the run.
+    mutating func fill() throws {
+        let wanted = Int(min(Int64(buffer.count), run.size - offset))
+        let (fd, at, system) = (run.fd, offset, self.system)
+        do {
+            try buffer.withUnsafeMutableBytes {
+                try system.preadAll(fd, UnsafeMutableRawBufferPointer(rebasing: $0[..<wanted]), at: at)
+            }
+        } catch let failure as SystemCallFailure {
+            throw ExternalSorter.runError(failure, "read a sort run", path: directory)
+        }
+        offset += Int64(wanted)
+        filled = wanted
+        position = 0
+    }
 
     mutating func byte() throws -> UInt8? {
         if position == filled {
-            filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-            position = 0
+            try fill()
             if filled == 0 { return nil }
         }
         defer { position += 1 }
@@ -269,8 +320,7 @@ private struct RunReader {
         out.removeAll(keepingCapacity: true)
         while out.count < n {
             if position == filled {
-                filled = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
-                position = 0
+                try fill()
                 if filled == 0 { throw SofaError(.ioError, "a sort run ends inside a pair") }
             }
             let take = min(n - out.count, filled - position)

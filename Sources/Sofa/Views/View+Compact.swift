@@ -130,18 +130,10 @@ extension Database {
     /// Removes what interrupted view compactions left in `views/`: `.VIEWNAME.compact` files and their
     /// `.creating` stage (called on a writable open, under the write lock).
     static func removeViewCompactionLeftovers(in directory: String, system: any SystemCalls) {
-        guard let dir = opendir(directory + "/views") else { return }
-        var leftovers: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if name.hasPrefix(".") && (name.hasSuffix(compactionSuffix) ||
-                                       name.hasSuffix(compactionSuffix + StorageFile.creatingSuffix)) {
-                leftovers.append(name)
-            }
+        guard let names = try? system.contentsOfDirectory(directory + "/views") else { return }
+        for name in names where name.hasPrefix(".") && (name.hasSuffix(compactionSuffix) ||
+                                                        name.hasSuffix(compactionSuffix + StorageFile.creatingSuffix)) {
+            try? system.unlink(directory + "/views/" + name)
         }
-        closedir(dir)
-        for name in leftovers { try? system.unlink(directory + "/views/" + name) }
     }
 }

@@ -128,8 +128,8 @@ extension ViewIndex {
             let current = try snapshot()
             let directory = StorageFile.directoryName(of: path)
             let budget = ViewIndex.sortBudget.load(ordering: .relaxed)
-            let rowSorter = ExternalSorter(directory: directory, budget: budget)
-            let backSorter = ExternalSorter(directory: directory, budget: budget)
+            let rowSorter = ExternalSorter(directory: directory, budget: budget, system: storage.system)
+            let backSorter = ExternalSorter(directory: directory, budget: budget, system: storage.system)
             try current.rows.forEach { rowKey, value in
                 let row = try RowValue(value)
                 let (id, index) = try RowKey.parse(rowKey, keyLength: row.keyLength)

@@ -10,7 +10,8 @@ import Glibc
 package final class FaultInjectingSystemCalls: SystemCalls {
     /// The kinds of call a fault can target.
     package enum Call: String, Sendable, CaseIterable {
-        case open, close, pread, pwrite, fsync, fdatasync, ftruncate, rename, unlink, mkdir, mmap, lock
+        case open, close, pread, pwrite, fsync, fdatasync, ftruncate, rename, unlink, mkdir, mmap, lock,
+             readDirectory
         /// True for calls that change the disk or make changes durable.
         package var isWriteOrSync: Bool {
             switch self {
@@ -145,6 +146,11 @@ package final class FaultInjectingSystemCalls: SystemCalls {
     package func mkdir(_ path: String, mode: mode_t) throws(SystemCallFailure) {
         try check(.mkdir)
         try base.mkdir(path, mode: mode)
+    }
+
+    package func contentsOfDirectory(_ path: String) throws(SystemCallFailure) -> [String] {
+        try check(.readDirectory)
+        return try base.contentsOfDirectory(path)
     }
 
     package func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer {

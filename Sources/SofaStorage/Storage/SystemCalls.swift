@@ -37,6 +37,8 @@ package protocol SystemCalls: Sendable {
     func rename(_ from: String, to: String) throws(SystemCallFailure)
     func unlink(_ path: String) throws(SystemCallFailure)
     func mkdir(_ path: String, mode: mode_t) throws(SystemCallFailure)
+    /// The names in directory `path`, in no particular order, without `.` and `..`.
+    func contentsOfDirectory(_ path: String) throws(SystemCallFailure) -> [String]
     func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer
     func munmap(_ address: UnsafeRawPointer, length: Int)
 }
@@ -143,6 +145,22 @@ package struct PosixSystemCalls: SystemCalls {
 
     package func mkdir(_ path: String, mode: mode_t) throws(SystemCallFailure) {
         if Glibc.mkdir(path, mode) != 0 { throw SystemCallFailure("mkdir", errno) }
+    }
+
+    package func contentsOfDirectory(_ path: String) throws(SystemCallFailure) -> [String] {
+        guard let dir = opendir(path) else { throw SystemCallFailure("opendir", errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while true {
+            errno = 0  // readdir returns nil both at the end and on an error; only an error sets errno
+            guard let entry = readdir(dir) else { break }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        if errno != 0 { throw SystemCallFailure("readdir", errno) }
+        return names
     }
 
     package func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer {

@@ -80,6 +80,9 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     func rename(_ from: String, to: String) throws(SystemCallFailure) { try base.rename(from, to: to) }
     func unlink(_ path: String) throws(SystemCallFailure) { try base.unlink(path) }
     func mkdir(_ path: String, mode: mode_t) throws(SystemCallFailure) { try base.mkdir(path, mode: mode) }
+    func contentsOfDirectory(_ path: String) throws(SystemCallFailure) -> [String] {
+        try base.contentsOfDirectory(path)
+    }
     func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer { try base.mmap(fd, length: length) }
     func munmap(_ address: UnsafeRawPointer, length: Int) { base.munmap(address, length: length) }
 

@@ -24,13 +24,23 @@ func testOptions(readOnly: Bool = false, revisionTreeDepth: Int = 20) -> Databas
     DatabaseOptions(readOnly: readOnly, durability: .none, revisionTreeDepth: revisionTreeDepth)
 }
 
-/// Runs `Database.verify()` and records every problem as a test failure.
-func expectSound(_ db: Database, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
+/// What ``expectSound(_:_:sourceLocation:)`` checks: a database or a view, whose `verify()` lists its problems.
+protocol Verifiable {
+    func verify() throws -> [SofaError]
+}
+
+extension Database: Verifiable {}
+extension View: Verifiable {}
+
+/// Runs `verify()` of a database or a view and records every problem as a test failure.
+func expectSound(_ subject: some Verifiable, _ context: String = "",
+                 sourceLocation: SourceLocation = #_sourceLocation) {
+    let what = subject is View ? "view verify" : "verify"
     do {
-        let problems = try db.verify()
-        #expect(problems.isEmpty, "\(context) verify: \(problems)", sourceLocation: sourceLocation)
+        let problems = try subject.verify()
+        #expect(problems.isEmpty, "\(context) \(what): \(problems)", sourceLocation: sourceLocation)
     } catch {
-        Issue.record("\(context) verify threw \(error)", sourceLocation: sourceLocation)
+        Issue.record("\(context) \(what) threw \(error)", sourceLocation: sourceLocation)
     }
 }
 

@@ -23,11 +23,26 @@ import Testing
          "v": .number(Double((i * 31 + generation) % 97))]
     }
 
+    /// View `h` registered with ``map`` and `reduce` (map only when nil).
+    static func registeredView(_ db: Database, reduce: Reduce?) -> View {
+        let view = db.view(named: "h")
+        if let reduce {
+            view.setMapReduce(version: "1", map: map, reduce: reduce)
+        } else {
+            view.setMap(version: "1", map)
+        }
+        return view
+    }
+
+    /// Puts documents `range` of `generation` (IDs `d<i>`) in one batch.
+    static func putDocuments(_ db: Database, _ range: Range<Int>, generation: Int = 0) throws {
+        try db.inBatch { for i in range { _ = try db.put(document(i, generation: generation), id: "d\(i)") } }
+    }
+
     /// View `h` (``map``, `reduce`) over `documents` documents of generation 0, indexed.
     static func indexedView(_ db: Database, reduce: Reduce, documents: Int = 200) throws -> View {
-        let view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: map, reduce: reduce)
-        try db.inBatch { for i in 0..<documents { _ = try db.put(document(i, generation: 0), id: "d\(i)") } }
+        let view = registeredView(db, reduce: reduce)
+        try putDocuments(db, 0..<documents)
         try view.updateIndex()
         return view
     }
@@ -95,14 +110,8 @@ import Testing
         let reduce = Self.reduces.first { $0.0 == reduceName }!.1
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         var db = try Database(path: dir.database(), options: testOptions())
-        func register(_ db: Database) -> View {
-            let view = db.view(named: "h")
-            if let reduce { view.setMapReduce(version: "1", map: Self.map, reduce: reduce) }
-            else { view.setMap(version: "1", Self.map) }
-            return view
-        }
-        var view = register(db)
-        try db.inBatch { for i in 0..<600 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
+        var view = Self.registeredView(db, reduce: reduce)
+        try Self.putDocuments(db, 0..<600)
         for level in [1, 2] { try Self.expectGroups(view, level: level, reduce: reduceName, "first query \(level)") }
         #expect(try view.index()?.header.groupLevels == [1, 2])
         expectSound(view, "built")
@@ -154,9 +163,9 @@ import Testing
 
         try db.close()
         db = try Database(path: dir.database(), options: testOptions())
-        view = register(db)
+        view = Self.registeredView(db, reduce: reduce)
         #expect(try view.index()?.header.groupLevels == [1, 2])
-        try db.inBatch { for i in 700..<720 { _ = try db.put(Self.document(i, generation: 9), id: "d\(i)") } }
+        try Self.putDocuments(db, 700..<720, generation: 9)
         for level in [1, 2] { try Self.expectGroups(view, level: level, reduce: reduceName, "reopened \(level)") }
         expectSound(view, "reopened")
         expectSound(db)
@@ -167,9 +176,7 @@ import Testing
     @Test func verifyDetectsWrongAggregates() throws {
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         let db = try Database(path: dir.database(), options: testOptions())
-        let view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .sum)
-        try db.inBatch { for i in 0..<300 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
+        let view = try Self.indexedView(db, reduce: .sum, documents: 300)
         _ = try run(view) { $0.groupLevel = 1 }
         expectSound(view)
         let index = try #require(try view.index())
@@ -214,8 +221,7 @@ import Testing
         try index.storage.commit(roots: [current.rows.root, current.backIndex.root], metadata: v1)
         try db.close()
         db = try Database(path: dir.database(), options: testOptions())
-        view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .sum)
+        view = Self.registeredView(db, reduce: .sum)
         #expect(try view.index()?.header.groupLevels == [])
         #expect(try view.index()?.storage.latestCommit.roots.count == 2)
         try Self.expectGroups(view, level: 2, reduce: "sum", "version 1 file")
@@ -231,8 +237,7 @@ import Testing
         var view = try Self.indexedView(db, reduce: .sum)
         try db.close()
         db = try Database(path: dir.database(), options: testOptions(readOnly: true))
-        view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .sum)
+        view = Self.registeredView(db, reduce: .sum)
         let got = try run(view) { $0.groupLevel = 1 }
         #expect(got.map(\.key) == (0..<7).map { JSON.array([.string("g\($0)")]) })
         #expect(try view.index()?.header.groupLevels == [])
@@ -254,8 +259,7 @@ import Testing
         query.indexUpdateMode = .never
         _ = try? query.run()
         #expect(try unregistered.index()?.header.groupLevels == [])
-        view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: max)
+        view = Self.registeredView(db, reduce: max)
         try Self.expectGroups(view, level: 1, reduce: "max", "registered")
         #expect(try view.index()?.header.groupLevels == [1])
         expectSound(view)
@@ -266,9 +270,7 @@ import Testing
     @Test func levelsAreCapped() throws {
         let dir = TemporaryDatabaseDirectory("sofa-groups")
         let db = try Database(path: dir.database(), options: testOptions())
-        let view = db.view(named: "h")
-        view.setMapReduce(version: "1", map: Self.map, reduce: .count)
-        try db.inBatch { for i in 0..<100 { _ = try db.put(Self.document(i, generation: 0), id: "d\(i)") } }
+        let view = try Self.indexedView(db, reduce: .count, documents: 100)
         for level in 1...6 { _ = try run(view) { $0.groupLevel = level } }
         #expect(try view.index()?.header.groupLevels == [1, 2, 3, 4])
         #expect(try run(view) { $0.groupLevel = 6 }.count == 100)

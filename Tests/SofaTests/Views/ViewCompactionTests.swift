@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import Testing
 
+import SofaTestSupport
+
 @testable import Sofa
 @testable import SofaStorage
 
@@ -135,13 +137,7 @@ import Testing
 
     @Test func customReduceNotRegisteredIsNotCompacted() throws {
         let dir = TemporaryDatabaseDirectory("sofa-view-compact")
-        let db = try Database(path: dir.database(), options: testOptions())
-        try db.put(["n": 1], id: "a")
-        let view = db.view(named: "custom")
-        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, 1) },
-                          reduce: .custom { _, values, _ in .number(View.totalValues(values)) })
-        try view.updateIndex()
-        try db.close()
+        try makeCustomReduceDatabase(at: dir.database(), options: testOptions())
 
         // Another process (the tool) knows the view only by its file.
         let other = try Database(path: dir.database(), options: testOptions())

@@ -249,63 +249,6 @@ import Testing
     }
 }
 
-/// The external sort of first builds, forced to spill many runs, gives the same index as an in-memory sort.
-@Suite(.serialized) struct ExternalSortTests {
-    @Test func spilledBuildEqualsInMemoryBuild() throws {
-        let dir = TemporaryDatabaseDirectory("sofa-views")
-        let db = try Database(path: dir.database(), options: testOptions())
-        var rng = SeededRandom(seed: 42)
-        try db.inBatch {
-            for i in 0..<3000 {
-                try db.put(["k": .string(String(UInt32.random(in: 0...9999, using: &rng))), "v": .number(Double(i))],
-                           id: "doc\(i)")
-            }
-        }
-        let map: MapFunction = { doc, emit in
-            emit(doc["k"] ?? nil, doc["v"])
-            emit([doc["k"] ?? nil, doc["v"] ?? nil], nil)
-        }
-        let memory = db.view(named: "memory")
-        memory.setMapReduce(version: "1", map: map, reduce: .count)
-        try memory.updateIndex()
-        let spilled = db.view(named: "spilled")
-        spilled.setMapReduce(version: "1", map: map, reduce: .count)
-        let saved = ViewIndex.sortBudget.exchange(16 << 10, ordering: .relaxed)
-        defer { ViewIndex.sortBudget.store(saved, ordering: .relaxed) }
-        try spilled.updateIndex()
-        let a = try run(memory) { $0.mapOnly = true }, b = try run(spilled) { $0.mapOnly = true }
-        #expect(a.count == 6000 && a == b)
-        #expect(try run(memory) { $0.groupLevel = 1 } == run(spilled) { $0.groupLevel = 1 })
-        // No run file is left behind.
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.database() + "/views")
-        #expect(leftovers.sorted() == ["memory", "spilled"])
-        expectSound(memory)
-        expectSound(spilled)
-    }
-
-    /// The sorter alone, with enough pairs left in memory at the end that they are sorted in parts on several
-    /// threads: with and without runs on disk, every pair comes out once, in byte order.
-    @Test(arguments: [1 << 30, 3 << 19])  // all in memory; one run on disk and ~26k pairs left
-    func finishMergesRunsAndPartsSortedInParallel(budget: Int) throws {
-        let directory = FileManager.default.temporaryDirectory.path
-        let sorter = ExternalSorter(directory: directory, budget: budget)
-        var rng = SeededRandom(seed: 7)
-        var expected: [[UInt8]: [UInt8]] = [:]
-        for i in 0..<(4 * ExternalSorter.parallelSortMinimum) {
-            let length = Int.random(in: 1...24, using: &rng)
-            let key = (0..<length).map { _ in UInt8.random(in: 0...3, using: &rng) } + Array("\(i)".utf8)
-            let value = Array("v\(i)".utf8)
-            expected[key] = value
-            try sorter.add(key: key, value: value)
-        }
-        var out: [([UInt8], [UInt8])] = []
-        try sorter.finish { key, value in out.append((Array(key), Array(value))) }
-        #expect(out.count == expected.count)
-        #expect(zip(out, out.dropFirst()).allSatisfy { compareArrays($0.0, $1.0) < 0 }, "not in byte order")
-        #expect(out.allSatisfy { expected[$0.0] == $0.1 })
-    }
-}
-
 /// Conflicts, failing reduce functions and read-only databases.
 @Suite struct ViewEdgeTests {
     /// Views index the winning revision; when the winner changes, so do the rows.

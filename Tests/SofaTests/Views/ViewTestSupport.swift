@@ -2,16 +2,6 @@ import Testing
 
 @testable import Sofa
 
-/// Runs `View.verify()` and records every problem as a test failure.
-func expectSound(_ view: View, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        let problems = try view.verify()
-        #expect(problems.isEmpty, "\(context) view verify: \(problems)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("\(context) view verify threw \(error)", sourceLocation: sourceLocation)
-    }
-}
-
 /// The keys of a query result's rows.
 func keys(_ result: QueryEnumerator) -> [JSON] { result.map(\.key) }
 

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import Sofa
+@testable import SofaStorage
+
+/// The by-ID record (FORMAT.md §10.1.1) byte for byte: what the encoder writes, what both decoders (the
+/// one-revision fast path and the general one) read back, and the flag values the format reserves.
+@Suite struct DocumentRecordTests {
+    static let hex = "0123456789abcdef0123456789abcdef"
+    static let digest: [UInt8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89, 0xAB,
+                                  0xCD, 0xEF]
+
+    /// One live revision with a binary digest and an inline body: the entry the fast path reads.
+    @Test func oneRevisionWithAnInlineBody() throws {
+        let body = Array(#"{"a":1}"#.utf8)
+        let id = try #require(RevisionID("1-" + Self.hex))
+        let record = DocumentRecord(sequence: 5, tree: RevisionTree(first: id, deleted: false, body: .inline(body)))
+        // document flags, sequence, revision count; flags = leaf | binary digest | body kind 1 (bits 4–5),
+        // generation, digest, body length, body.
+        let expected: [UInt8] = [0x00, 0x05, 0x01, 0x16, 0x01] + Self.digest + [UInt8(body.count)] + body
+        #expect(record.encoded() == expected)
+        try expected.withUnsafeBytes { bytes in
+            #expect(try DocumentRecord(decoding: bytes, path: "test") == record)
+            var range: Range<Int>?
+            let read = try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range)
+            #expect(read.sequence == 5 && read.tree.winner.id == id && !read.tree.winner.deleted)
+            #expect(range == (expected.count - body.count)..<expected.count)
+        }
+    }
+
+    /// Two revisions: a leaf with a text digest, a parent and a body in a value chunk, and its parent with a
+    /// binary digest and no body — every field the fast path leaves to the general decoder.
+    @Test func revisionWithParentTextDigestAndChunkBody() throws {
+        let parent = RevisionTree.Revision(id: try #require(RevisionID("1-" + Self.hex)), parent: nil, deleted: false,
+                                           isLeaf: false, body: .empty)
+        let leaf = RevisionTree.Revision(id: try #require(RevisionID("2-zz")), parent: 1, deleted: false, isLeaf: true,
+                                         body: .chunk(offset: 300))
+        let record = DocumentRecord(sequence: 9, tree: RevisionTree(revisions: [leaf, parent]))
+        let expected: [UInt8] = [0x00, 0x09, 0x02,
+                                 // leaf | has parent | body kind 2; generation 2; digest text "zz"; parent 1;
+                                 // chunk offset 300 as a varint
+                                 0x2A, 0x02, 0x02, 0x7A, 0x7A, 0x01, 0xAC, 0x02,
+                                 // binary digest, body kind 0; generation 1; digest
+                                 0x04, 0x01] + Self.digest
+        #expect(record.encoded() == expected)
+        let decoded = try expected.withUnsafeBytes { try DocumentRecord(decoding: $0, path: "test") }
+        #expect(decoded == record)
+    }
+
+    /// Bits 6–7 of a revision's flags and body kind 3 are damage, for both decoders.
+    @Test func reservedRevisionFlagsAreCorruption() throws {
+        let good: [UInt8] = [0x00, 0x05, 0x01, 0x16, 0x01] + Self.digest + [0x02, 0x7B, 0x7D]
+        for flags: UInt8 in [0x36, 0x56, 0x96] {
+            var bad = good
+            bad[3] = flags
+            bad.withUnsafeBytes { bytes in
+                expectSofaError(.corruption, "revision flags \(flags)") {
+                    try DocumentRecord(decoding: bytes, path: "test")
+                }
+                var range: Range<Int>?
+                expectSofaError(.corruption, "revision flags \(flags), one revision read") {
+                    try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range)
+                }
+            }
+        }
+    }
+
+    /// The flag bits FORMAT.md names are the ones the code writes.
+    @Test func flagBitsMatchTheFormatDocument() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("FORMAT.md"), encoding: .utf8)
+        #expect(text.contains("| document flags | `u8`: bit 0 the winning revision is deleted; bit 1 conflicted; " +
+                              "other bits 0 |"))
+        #expect(text.contains("| flags | `u8`: bit 0 deleted; bit 1 leaf; bit 2 binary digest; bit 3 has parent; " +
+                              "bits 4–5 body kind (0 none, 1 inline, 2 chunk; 3 is invalid); bits 6–7 zero |"))
+        #expect(DocumentRecord.flagDeleted == 1 << 0 && DocumentRecord.flagConflicted == 1 << 1)
+        #expect(DocumentRecord.revBinaryDigest == 1 << 2)
+    }
+}
