@@ -94,9 +94,12 @@ public final class StorageFile: @unchecked Sendable {
 
     /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
     /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
-    /// written blocks and their `fdatasync` journals no size change. Small enough that opening reads the whole
-    /// tail with one 64 KiB `pread` most of the time.
-    package static let preallocationStep = 64 << 10
+    /// written blocks and their `fdatasync` journals no size change. Every byte a small commit writes is written
+    /// twice (as zeros first), and a tail costs one slower commit (its zeros and the size change are synced) —
+    /// at 64 KiB every ~9th single-document commit took twice as long, ~16 µs per commit on average; at 1 MiB
+    /// one in ~140 does (BENCHMARKS.md §3, "D2, fourth round"). Opening reads at most this much backward
+    /// through the tail, in 64 KiB `pread`s.
+    package static let preallocationStep = 1 << 20
 
     /// The shortest zero tail a durable one-sync commit writes when it grows the file.
     package static let minimumZeroTail = 16 << 10
