@@ -137,7 +137,8 @@ extension BTree {
             let sizes = merged.map { NodeWriter.leafEntrySize(keyCount: $0.key.count, valueCount: $0.value.count) }
             var out: [ChildEntry] = []
             for run in NodeWriter.evenRuns(sizes: sizes, nodeSize: configuration.nodeSize) {
-                out.append(try nodes.writeLeaf(Array(merged[run])))
+                let payloadSize = varintSize(UInt64(run.count)) + sizes[run].reduce(0, +)
+                out.append(try nodes.writeLeaf(Array(merged[run]), payloadSize: payloadSize))
             }
             return out
         }
