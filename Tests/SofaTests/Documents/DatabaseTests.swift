@@ -70,6 +70,10 @@ import Testing
             .deletingLastPathComponent().deletingLastPathComponent()
         let format = try String(contentsOf: root.appendingPathComponent("FORMAT.md"), encoding: .utf8)
         #expect(format.contains("written by a flush of at most \(WriteBatch.rawFlushLimit) documents"))
+        // The node sizes §10.1.1 and §10.1.2 give.
+        let byID = db.documents.byIDConfiguration, bySequence = db.documents.bySequenceConfiguration
+        #expect(format.contains("leaves filled to \(byID.nodeSize) bytes uncompressed, inner nodes to \(byID.innerNodeSize)"))
+        #expect(format.contains("leaves \(bySequence.nodeSize) bytes uncompressed, inner nodes \(bySequence.innerNodeSize)"))
     }
 
     @Test func equalEditsMakeEqualRevisionsAcrossDatabases() throws {
