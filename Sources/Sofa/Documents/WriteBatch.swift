@@ -39,8 +39,9 @@ final class WriteBatch {
     static let flushBytes = 32 << 20
     /// A flush of at most this many documents (a single `put`'s commit) writes its nodes uncompressed: LZ4
     /// was ~40 % of such a commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes,
-    /// ~15 KiB raw), and the ~7 KiB it saved cost the sync almost nothing (FORMAT.md §10.1, BENCHMARKS.md §3,
-    /// "D2, fourth round"). Small enough that the raw paths stay within a one-sync commit's 64 KiB.
+    /// ~15 KiB raw), and the ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md
+    /// §10.1, BENCHMARKS.md §3, "D2, fourth round"). Small enough that the raw paths stay within a one-sync
+    /// commit's 64 KiB.
     static let rawFlushLimit = 4
 
     init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
