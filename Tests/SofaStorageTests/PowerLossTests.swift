@@ -26,7 +26,9 @@ import Testing
             }
             let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
             var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
-            for k in 1...25 {
+            // 36 commits: a one-sync commit is two operations (its data and header in one write, a sync), plus a
+            // write when it adds a zero tail, so 300 images need about 75 operations.
+            for k in 1...36 {
                 tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
                 try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
                 acked = k

@@ -56,9 +56,12 @@ final class DocumentFile: @unchecked Sendable {
         self.inlineBodyLimit = inlineBodyLimit
         // Inner nodes of 2 KiB: a single-document commit rewrites one leaf and one inner node per level of each
         // tree, and at 1M documents 2 KiB inner nodes make that path 8 KiB instead of 13 (BENCHMARKS.md §1.x).
+        // By-sequence leaves of 2 KiB too: every commit rewrites the last one (sequences only grow), and halving
+        // it took 9 % of a single-document commit's instructions, with the same file size after a bulk load
+        // (BENCHMARKS.md §3, "D2, fourth round").
         byIDConfiguration = BTreeConfiguration(nodeSize: 8192, innerNodeSize: DocumentFile.innerNodeSize,
                                                compress: true, reducer: DocumentCountReducer())
-        bySequenceConfiguration = BTreeConfiguration(nodeSize: 4096, innerNodeSize: DocumentFile.innerNodeSize,
+        bySequenceConfiguration = BTreeConfiguration(nodeSize: 2048, innerNodeSize: DocumentFile.innerNodeSize,
                                                      compress: true)
         // Reject unreadable metadata now rather than on the first read.
         _ = try DocumentFile.lastSequence(in: storage.latestCommit, path: path)

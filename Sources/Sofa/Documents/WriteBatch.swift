@@ -37,6 +37,12 @@ final class WriteBatch {
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
+    /// A flush of at most this many documents (a single `put`'s commit) writes its nodes uncompressed: LZ4
+    /// was ~40 % of such a commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes,
+    /// ~15 KiB raw), and the ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md
+    /// §10.1, BENCHMARKS.md §3, "D2, fourth round"). Small enough that the raw paths stay within a one-sync
+    /// commit's 64 KiB.
+    static let rawFlushLimit = 4
 
     init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
         self.byID = byID
@@ -108,8 +114,9 @@ final class WriteBatch {
         // Every new sequence is above every stored one, so removals then additions are ascending.
         var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
         bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
-        byID = try byID.modified(by: byIDActions)
-        bySequence = try bySequence.modified(by: bySequenceActions)
+        let compress: Bool? = ordered.count <= WriteBatch.rawFlushLimit ? false : nil
+        byID = try byID.modified(by: byIDActions, compress: compress)
+        bySequence = try bySequence.modified(by: bySequenceActions, compress: compress)
         pending.removeAll(keepingCapacity: true)
         changes.removeAll(keepingCapacity: true)
         changesAreSorted = true

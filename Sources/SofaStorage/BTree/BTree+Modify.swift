@@ -24,16 +24,22 @@ extension BTree {
     /// The new nodes are appended to the file but not committed: commit the returned tree's root with
     /// ``StorageFile/commit(roots:metadata:)``.
     ///
-    /// - Parameter actions: strictly ascending by key (each key at most once).
+    /// - Parameters:
+    ///   - actions: strictly ascending by key (each key at most once).
+    ///   - compress: whether the new nodes are stored LZ4-compressed when that saves space; `nil` follows the
+    ///     configuration. A caller writing a path for one or two changes may store it raw: compressing the
+    ///     path's nodes costs more than syncing the bytes it saves (readers take either, FORMAT.md §3).
     /// - Throws: `.invalidArgument` when the actions are not strictly ascending; storage errors.
-    public func modified(by actions: [BTreeAction]) throws -> BTree {
+    public func modified(by actions: [BTreeAction], compress: Bool? = nil) throws -> BTree {
         guard !actions.isEmpty else { return self }
         for i in 1..<max(1, actions.count) where compareArrays(actions[i - 1].key, actions[i].key) >= 0 {
             throw SofaError(.invalidArgument, "batch actions must be strictly ascending by key (action \(i))",
                             path: file.path)
         }
         let writer = self.forWriter
-        var nodes = NodeWriter(file: file, configuration: configuration)
+        var written = configuration
+        if let compress { written.compress = compress }
+        var nodes = NodeWriter(file: file, configuration: written)
         var top: [ChildEntry]
         if let root {
             top = try writer.modify(root.offset, actions[...], nodes: &nodes)
@@ -131,7 +137,8 @@ extension BTree {
             let sizes = merged.map { NodeWriter.leafEntrySize(keyCount: $0.key.count, valueCount: $0.value.count) }
             var out: [ChildEntry] = []
             for run in NodeWriter.evenRuns(sizes: sizes, nodeSize: configuration.nodeSize) {
-                out.append(try nodes.writeLeaf(Array(merged[run])))
+                let payloadSize = varintSize(UInt64(run.count)) + sizes[run].reduce(0, +)
+                out.append(try nodes.writeLeaf(Array(merged[run]), payloadSize: payloadSize))
             }
             return out
         }

@@ -129,6 +129,7 @@ package final class Node: @unchecked Sendable {
     /// The 4 bytes of `key` after its first `skip`, big-endian, zero-padded.
     @inline(__always)
     private static func head(of key: UnsafeRawBufferPointer, after skip: Int) -> UInt32 {
+        if skip + 4 <= key.count { return UInt32(bigEndian: key.loadUnaligned(fromByteOffset: skip, as: UInt32.self)) }
         var head: UInt32 = 0
         for i in skip..<skip + 4 {
             head = head << 8 | (i < key.count ? UInt32(key[i]) : 0)

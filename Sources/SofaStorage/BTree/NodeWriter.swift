@@ -87,11 +87,15 @@ package struct NodeWriter {
     ///
     /// The payload is encoded straight into an allocation of its exact size, which the node cache then takes
     /// over (write-through) without a copy or a parse.
+    ///
+    /// - Parameter payloadSize: ``leafPayloadSize(_:)`` of `entries`, when the caller has already summed the
+    ///   entry sizes.
     package mutating func writeLeaf(
-        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], payloadSize: Int? = nil
     ) throws -> ChildEntry {
         precondition(!entries.isEmpty)
-        let total = NodeWriter.leafPayloadSize(entries)
+        let total = payloadSize ?? NodeWriter.leafPayloadSize(entries)
+        assert(total == NodeWriter.leafPayloadSize(entries))
         let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
         var layout: [Node.Layout]? = nil
         if cachesLeaves {

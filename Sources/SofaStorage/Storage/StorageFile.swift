@@ -84,6 +84,9 @@ public final class StorageFile: @unchecked Sendable {
     private var uncommittedCRC: UInt32 = 0
     /// The file's length as the writer left it: the newest commit's end, or beyond it the end of a zero tail.
     private var allocatedEnd: UInt64
+    /// Whether a write after the newest commit's end was attempted since that commit: a failed one may have
+    /// left bytes there (in the zero tail, or past the file's end) that a discard must cut off.
+    private var wroteUncommitted = false
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
@@ -94,9 +97,12 @@ public final class StorageFile: @unchecked Sendable {
 
     /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
     /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
-    /// written blocks and their `fdatasync` journals no size change. Small enough that opening reads the whole
-    /// tail with one 64 KiB `pread` most of the time.
-    package static let preallocationStep = 64 << 10
+    /// written blocks and their `fdatasync` journals no size change. Every byte a small commit writes is written
+    /// twice (as zeros first), and a tail costs one slower commit (its zeros and the size change are synced) —
+    /// at 64 KiB every ~9th single-document commit took twice as long, ~16 µs per commit on average; at 1 MiB
+    /// one in ~140 does (BENCHMARKS.md §3, "D2, fourth round"). Opening reads at most this much backward
+    /// through the tail, in 64 KiB `pread`s.
+    package static let preallocationStep = 1 << 20
 
     /// The shortest zero tail a durable one-sync commit writes when it grows the file.
     package static let minimumZeroTail = 16 << 10
@@ -429,6 +435,7 @@ public final class StorageFile: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         try checkWritable()
         let at = flushedEnd.load(ordering: .relaxed)
+        wroteUncommitted = true
         do {
             try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
         } catch {
@@ -449,7 +456,8 @@ public final class StorageFile: @unchecked Sendable {
         uncommittedCRC = 0
         let committed = latestCommit.endOffset
         nodeCache.removeAll(atOrAbove: committed)
-        if flushedEnd.load(ordering: .relaxed) > committed {
+        if flushedEnd.load(ordering: .relaxed) > committed || wroteUncommitted {
+            wroteUncommitted = false
             flushedEnd.store(committed, ordering: .releasing)
             // Durably: a later one-sync commit must write where the disk holds nothing, so that a write of it
             // lost to a power cut reads as zeros (FORMAT.md §6). When the cut or its sync fails, the discarded
@@ -468,11 +476,12 @@ public final class StorageFile: @unchecked Sendable {
     /// Makes everything appended so far, plus a header with `roots` and `metadata`, one atomic commit.
     ///
     /// With ``Durability/full``, a commit of at most ``oneSyncLimit`` bytes of data (in a version 2 file) writes
-    /// its data, then a header recording the data's CRC32C, then `fdatasync`s once; opening accepts that header
-    /// only if the data still matches. A larger commit writes its data, `fdatasync`s, writes the header,
-    /// `fdatasync`s (FORMAT.md §11). Readers see the new commit only after it is complete. After a failed sync
-    /// or header write the handle refuses writes (`.writesRefused`) until reopened, since what reached the disk
-    /// is then unknown.
+    /// its data and a header recording the data's CRC32C in one `pwrite`, then `fdatasync`s once; opening
+    /// accepts that header only if the data still matches. A larger commit writes its data, `fdatasync`s, writes
+    /// the header, `fdatasync`s (FORMAT.md §11). Readers see the new commit only after it is complete. After a
+    /// failed sync or header write (for a one-sync commit, the write of data and header) the handle refuses writes
+    /// (`.writesRefused`) until reopened, since what reached the disk is then unknown; a write that failed for a
+    /// full disk is cut off instead, and the handle takes commits again once space is free.
     ///
     /// - Returns: the new commit's header.
     @discardableResult
@@ -480,29 +489,39 @@ public final class StorageFile: @unchecked Sendable {
         try checkWritable()
         precondition(roots.count <= CommitHeader.maximumRoots, "too many roots")
         let previous = latestCommit
-        try flushPending()
         let durable = options.durability == .full
-        let headerOffset = flushedEnd.load(ordering: .relaxed)
+        let written = flushedEnd.load(ordering: .relaxed)
+        let headerOffset = written + UInt64(pending.count)
         let oneSync = formatVersion >= 2 && headerOffset - previous.endOffset <= UInt64(StorageFile.oneSyncLimit)
-        do {
-            if durable && !oneSync { try system.fdatasync(fd) }
-        } catch {
-            failure = StorageFile.error(error, path: path)
-            throw failure!
+        if oneSync {
+            // The data and the header go out in one `pwrite` (FORMAT.md §11): the data check covers the data
+            // whatever order the disk writes them in, so they need no order between them.
+            uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
+        } else {
+            try flushPending()
+            do {
+                if durable { try system.fdatasync(fd) }
+            } catch {
+                failure = StorageFile.error(error, path: path)
+                throw failure!
+            }
         }
         var header = CommitHeader(commitNumber: previous.commitNumber + 1, previousHeaderOffset: previous.offset,
                                   timestamp: CommitHeader.now(), roots: roots, metadata: metadata,
                                   dataCheck: oneSync ? DataCheck(start: previous.endOffset, crc: uncommittedCRC) : nil)
-        var bytes: [UInt8] = []
+        let start = pending.count
         header.encodePayload(version: formatVersion).withUnsafeBytes {
-            _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &bytes)
+            _ = Chunk.appendUncompressed(kind: .commitHeader, payload: $0, to: &pending)
         }
-        CommitTrailer.encode(headerOffset: headerOffset, into: &bytes)
-        let end = headerOffset + UInt64(bytes.count)
+        CommitTrailer.encode(headerOffset: headerOffset, into: &pending)
+        let end = headerOffset + UInt64(pending.count - start)
+        wroteUncommitted = true
         do {
-            try bytes.withUnsafeBytes { b in
-                try system.pwriteAll(fd, b, at: Int64(headerOffset))
+            // One-sync: the data and the header; two-sync: the header alone (the data was written and synced).
+            try pending.withUnsafeBytes { b in
+                try system.pwriteAll(fd, b, at: Int64(flushedEnd.load(ordering: .relaxed)))
             }
+            pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
         } catch {
             let reported = StorageFile.error(error, path: path)
             if reported.code == .diskFull {
@@ -523,6 +542,7 @@ public final class StorageFile: @unchecked Sendable {
             throw failure!
         }
         uncommittedCRC = 0
+        wroteUncommitted = false
         header.offset = headerOffset
         header.endOffset = end
         // Publish before anything else can fail: the commit is durable, and readers remap on demand.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Sofa
+@testable import SofaStorage
 
 /// Puts, updates, deletes, batches, counts and reopening, and every kind of bad input.
 @Suite struct DatabaseTests {
@@ -33,6 +34,46 @@ import Testing
         #expect(recreated.revisionID.hasPrefix("4-"), "recreating extends the tombstone")
         #expect(db.documentCount == 1 && db.deletedDocumentCount == 0)
         expectSound(db)
+    }
+
+    /// A commit of a few documents stores the nodes it writes uncompressed; a larger batch compresses its nodes
+    /// (FORMAT.md §10.1.1). Both read back alike, before and after reopening.
+    @Test func smallCommitsWriteTheirPathsUncompressed() throws {
+        let dir = TemporaryDatabaseDirectory()
+        var db = try Database(path: dir.database(), options: testOptions())
+        /// Whether the root of each document tree is stored LZ4-compressed (a compressed chunk reads into memory
+        /// of its own, a raw one is a view of the mapping).
+        func rootsCompressed() throws -> [Bool] {
+            let snapshot = try db.readSnapshot()
+            return try [snapshot.byID, snapshot.bySequence].map { tree in
+                try snapshot.storage.readChunk(at: tree.root!.offset, kind: nil, limit: tree.limit).isOwned
+            }
+        }
+        func body(_ i: Int) -> JSON { ["title": .string("Track \(i)"), "genre": "Jazz", "duration": .number(Double(i))] }
+        try db.inBatch { for i in 0..<500 { try db.put(body(i), id: "doc-\(1000 + i)") } }
+        #expect(try rootsCompressed() == [true, true])
+        try db.put(body(500), id: "doc-1500")
+        #expect(try rootsCompressed() == [false, false])
+        try db.inBatch { for i in 501...(501 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") } }
+        #expect(try rootsCompressed() == [true, true])
+        try db.inBatch { for i in 600..<(600 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") } }
+        #expect(try rootsCompressed() == [false, false])
+        expectSound(db)
+        try db.close()
+        db = try Database(path: dir.database(), options: testOptions())
+        for i in Array(0...(501 + WriteBatch.rawFlushLimit)) + Array(600..<(600 + WriteBatch.rawFlushLimit)) {
+            #expect(try db.document(id: "doc-\(1000 + i)")?.userProperties == body(i))
+        }
+        #expect(db.documentCount == 502 + 2 * WriteBatch.rawFlushLimit)
+        expectSound(db)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let format = try String(contentsOf: root.appendingPathComponent("FORMAT.md"), encoding: .utf8)
+        #expect(format.contains("written by a flush of at most \(WriteBatch.rawFlushLimit) documents"))
+        // The node sizes §10.1.1 and §10.1.2 give.
+        let byID = db.documents.byIDConfiguration, bySequence = db.documents.bySequenceConfiguration
+        #expect(format.contains("leaves filled to \(byID.nodeSize) bytes uncompressed, inner nodes to \(byID.innerNodeSize)"))
+        #expect(format.contains("leaves \(bySequence.nodeSize) bytes uncompressed, inner nodes \(bySequence.innerNodeSize)"))
     }
 
     @Test func equalEditsMakeEqualRevisionsAcrossDatabases() throws {
