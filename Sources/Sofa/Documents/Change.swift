@@ -103,15 +103,19 @@ final class ChangeNotifier: Sendable {
         return stream
     }
 
-    /// Queues a commit's batch; call with the write lock held.
+    /// Queues a commit's batch; call with the write lock held. With no listener and no stream the batch is
+    /// dropped: nobody registered before the commit could receive it, and one registered later starts after it.
     func enqueue(_ batch: ChangeBatch) {
-        state.withLock { $0.queue.append(batch) }
+        state.withLock { s in
+            if !s.listeners.isEmpty || !s.streams.isEmpty { s.queue.append(batch) }
+        }
     }
 
-    /// Delivers queued batches unless another thread is doing so; call after releasing the write lock.
+    /// Delivers queued batches unless another thread is doing so; call after releasing the write lock. An empty
+    /// queue costs one lock: a batch queued after the check is drained by the writer that queued it.
     func drain() {
         let isDrainer = state.withLock { s -> Bool in
-            if s.draining { return false }
+            if s.draining || s.queue.isEmpty { return false }
             s.draining = true
             return true
         }
