@@ -59,7 +59,7 @@ extension Database {
             return try documents.compact(system: system, cacheBytes: options.nodeCacheBytes,
                                          durability: options.durability)
         }
-        for name in viewNames {
+        for name in try viewNames {
             guard let view = existingView(named: name), access(view.indexPath, F_OK) == 0 else { continue }
             if let compacted = try view.compactIfReducible() { result.views.append(compacted) }
         }
@@ -73,7 +73,7 @@ extension Database {
         // (StorageFile creates files under that name and renames them into place).
         try? system.unlink(directory + "/docs" + compactionSuffix + StorageFile.creatingSuffix)
         try? system.unlink(directory + "/docs" + StorageFile.creatingSuffix)
-        removeViewCompactionLeftovers(in: directory, system: system)
+        removeViewLeftovers(in: directory, system: system)
     }
 }
 

@@ -62,12 +62,22 @@ extension Database {
     }
 
     /// The names of the views with an index file or registered in this process, sorted.
+    ///
+    /// - Throws: ``SofaError`` (`.ioError`) when the views directory exists but cannot be listed: verify and
+    ///   compaction walk this list, so a view must not silently drop out of it.
     public var viewNames: [String] {
-        var names = Set(viewRegistry.names.filter { viewRegistry.registered($0, database: self)?.hasMap == true })
-        // No views directory yet (or an unreadable one): only the registered views.
-        let files = (try? system.contentsOfDirectory(path + "/views")) ?? []
-        names.formUnion(files.filter(Database.isValidViewName))
-        return names.sorted()
+        get throws {
+            var names = Set(viewRegistry.names.filter { viewRegistry.registered($0, database: self)?.hasMap == true })
+            let directory = path + "/views"
+            do {
+                names.formUnion(try system.contentsOfDirectory(directory).filter(Database.isValidViewName))
+            } catch where error.errno == ENOENT {
+                // No views directory yet: only the registered views.
+            } catch {
+                throw StorageFile.error(error, path: directory)
+            }
+            return names.sorted()
+        }
     }
 
     /// Defines (or redefines) a declarative view and stores its definition in its index file, so that it

@@ -200,10 +200,11 @@ public final class Database: @unchecked Sendable {
     /// precondition(problems.isEmpty, "\(problems)")
     /// ```
     ///
-    /// - Throws: `.invalidArgument` when the database is closed.
+    /// - Throws: `.invalidArgument` when the database is closed; `.ioError` when the views directory cannot be
+    ///   listed.
     public func verify() throws -> [SofaError] {
         var problems = documents.verify(try readSnapshot())
-        for name in viewNames {
+        for name in try viewNames {
             // A view registered but never indexed has no file to check (and verify creates none).
             guard let view = existingView(named: name), access(view.indexPath, F_OK) == 0 else { continue }
             do {

@@ -50,7 +50,7 @@ struct CompactCommand: ParsableCommand {
             files += result.views.map(viewFile)
             // A view whose custom reduce lives only in app code cannot be compacted here: say so.
             let compacted = Set(result.views.map(\.view))
-            skipped = db.viewNames.filter { !compacted.contains($0) && access(db.path + "/views/" + $0, F_OK) == 0 }
+            skipped = try db.viewNames.filter { !compacted.contains($0) && access(db.path + "/views/" + $0, F_OK) == 0 }
             let views = result.views.count
             summary = "compacted \(result.path): \(grouped(Int(result.documents))) documents (tombstones included), " +
                 "last sequence \(result.lastSequence)" +

@@ -26,7 +26,7 @@ struct VerifyCommand: ParsableCommand {
             let db = try arguments.open()
             problems = try db.verify()  // the document file, then every view's index file
             summary = (db.documentCount, db.deletedDocumentCount, db.lastSequence)
-            views = db.viewNames.count
+            views = try db.viewNames.count
         } catch let error as SofaError where error.code == .corruption || error.code == .unsupportedFormat {
             problems = [error]
         }

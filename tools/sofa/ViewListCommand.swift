@@ -14,7 +14,7 @@ struct ViewListCommand: ParsableCommand {
     func run() throws {
         let db = try arguments.open()
         defer { Output.flush() }
-        let views = db.viewNames.compactMap { db.existingView(named: $0) }
+        let views = try db.viewNames.compactMap { db.existingView(named: $0) }
         if arguments.json {
             for view in views {
                 let definition = view.definition

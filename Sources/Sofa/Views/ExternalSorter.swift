@@ -164,13 +164,18 @@ final class ExternalSorter {
         return SortRun(fd: fd, size: size)
     }
 
+    /// The name prefix of a run file: `.sort-` and a random base-36 number. A name with it left in `views/` (the
+    /// process died between creating and unlinking the run, or the unlink failed) is removed on the next
+    /// writable open.
+    static let runFilePrefix = ".sort-"
+
     /// Creates a temporary file in `directory` and unlinks it at once: a run lives only as long as its
     /// descriptor, even if the process dies.
     private static func createRunFile(in directory: String, system: any SystemCalls) throws -> Int32 {
         var attempt = 0
         while true {
             attempt += 1
-            let path = "\(directory)/.sort-\(String(UInt64.random(in: 0...UInt64.max), radix: 36))"
+            let path = directory + "/" + runFilePrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             let fd: Int32
             do throws(SystemCallFailure) {
                 fd = try system.open(path, flags: O_RDWR | O_CREAT | O_EXCL, mode: 0o600)

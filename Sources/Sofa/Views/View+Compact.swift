@@ -127,12 +127,15 @@ extension View {
 }
 
 extension Database {
-    /// Removes what interrupted view compactions left in `views/`: `.VIEWNAME.compact` files and their
-    /// `.creating` stage (called on a writable open, under the write lock).
-    static func removeViewCompactionLeftovers(in directory: String, system: any SystemCalls) {
+    /// Removes what interrupted work left in `views/`: `.VIEWNAME.compact` files and their `.creating` stage
+    /// (view compactions), and sort-run files whose unlink never happened (``ExternalSorter/runFilePrefix``).
+    /// Called on a writable open, under the write lock, before this process builds anything; best effort.
+    static func removeViewLeftovers(in directory: String, system: any SystemCalls) {
         guard let names = try? system.contentsOfDirectory(directory + "/views") else { return }
-        for name in names where name.hasPrefix(".") && (name.hasSuffix(compactionSuffix) ||
-                                                        name.hasSuffix(compactionSuffix + StorageFile.creatingSuffix)) {
+        for name in names where name.hasPrefix(".") {
+            let compaction = name.hasSuffix(compactionSuffix)
+                || name.hasSuffix(compactionSuffix + StorageFile.creatingSuffix)
+            guard compaction || name.hasPrefix(ExternalSorter.runFilePrefix) else { continue }
             try? system.unlink(directory + "/views/" + name)
         }
     }

@@ -25,7 +25,7 @@ import Testing
         try db.close()
 
         db = try Database(path: dir.database(), options: testOptions())
-        #expect(db.viewNames == ["byHierarchy"])
+        #expect(try db.viewNames == ["byHierarchy"])
         let reopened = try #require(db.existingView(named: "byHierarchy"))
         #expect(reopened.hasMap)
         #expect(reopened.definition == (try ViewDefinition(keyPaths: ["genre", "artist", "album.title"],

@@ -90,6 +90,33 @@ import Testing
         #expect(left.count == (call == .unlink ? 1 : 0), "\(call): left \(left)")
     }
 
+    /// A run file whose unlink never happened (the process died between creating and unlinking it, or the unlink
+    /// failed) is removed by the next writable open, and only by a writable one; the views stay as they were.
+    @Test func leftoverRunFileIsRemovedOnWritableOpen() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-sort")
+        let path = dir.database()
+        do {
+            let db = try Database(path: path, options: testOptions())
+            try db.defineView(named: "n", keyPaths: ["n"], reduce: .count)
+            for i in 0..<10 { try db.put(["n": .number(Double(i))], id: "d\(i)") }
+            try db.close()
+        }
+        let leftover = path + "/views/" + ExternalSorter.runFilePrefix + "abc123"
+        #expect(FileManager.default.createFile(atPath: leftover, contents: Data(repeating: 7, count: 100)))
+
+        let readOnly = try Database(path: path, options: testOptions(readOnly: true))
+        #expect(FileManager.default.fileExists(atPath: leftover), "a read-only open changes nothing")
+        try readOnly.close()
+
+        let db = try Database(path: path, options: testOptions())
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        #expect(try db.viewNames == ["n"])
+        let view = try #require(db.existingView(named: "n"))
+        #expect(try view.createQuery().run().first?.value == .number(10))
+        expectSound(db)
+        try db.close()
+    }
+
     /// R7/R8 for the sort runs: re-sorting an index under a new ICU collator version (a rebuild of both trees
     /// through the external sorter, forced to spill) with a failing sort-run write. The update throws a typed
     /// error; the previous index commit and every document stay intact and verify; no descriptor or run file

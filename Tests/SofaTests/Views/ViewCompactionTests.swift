@@ -211,7 +211,7 @@ import SofaTestSupport
             _ = FileManager.default.createFile(atPath: path + "/views/" + name, contents: Data([1, 2, 3]))
         }
         let readOnly = try Database(path: path, options: testOptions(readOnly: true))
-        #expect(readOnly.viewNames == ["byGroup"])
+        #expect(try readOnly.viewNames == ["byGroup"])
         try readOnly.close()
         #expect(try FileManager.default.contentsOfDirectory(atPath: path + "/views").count == 3)
 

@@ -243,9 +243,9 @@ import Testing
         #expect(view.lastSequenceIndexed == 0 && view.totalRows == 0)
         #expect(try run(view).count == 21)
         expectSound(view)
-        #expect(db.viewNames == ["d"] && db.existingView(named: "d") != nil)
+        #expect(try db.viewNames == ["d"] && db.existingView(named: "d") != nil)
         try view.delete()
-        #expect(db.viewNames.isEmpty && db.existingView(named: "d") == nil)
+        #expect(try db.viewNames.isEmpty && db.existingView(named: "d") == nil)
     }
 }
 
@@ -302,7 +302,7 @@ import Testing
         #expect(keys(try run(view)) == [1] && view.isStale)
         expectSofaError(.readOnly) { try view.updateIndex() }
         #expect(try run(db.view(named: "missing")).isEmpty)
-        #expect(db.viewNames == ["n"])
+        #expect(try db.viewNames == ["n"])
     }
 }
 
