@@ -22,6 +22,8 @@ extension Database {
     }
 
     /// Calls `listener` after every commit that changed documents, in commit order, one call at a time.
+    /// Every commit that completes after this call returns is reported; one that completed before it may or may
+    /// not be (to catch up without a gap, register first, then read ``changes(since:limit:)``).
     ///
     /// The listener runs on the thread of some writer after the commit is visible and the write lock released,
     /// so it may read and even write the database (its own commit is reported after this one returns). Keep
@@ -48,6 +50,7 @@ extension Database {
 
     /// An asynchronous sequence of every later commit's ``ChangeBatch``, in commit order; it ends when the
     /// database closes or the consumer stops iterating. Batches are buffered, so a slow consumer misses none.
+    /// "Later" as for ``addChangeListener(_:)``: every commit completing after this call returns.
     ///
     /// ```swift
     /// for await batch in db.changeBatches() {

@@ -116,14 +116,19 @@ extension Database {
         !name.isEmpty && !name.contains("/") && !name.hasPrefix(".") && !name.utf8.contains(0)
     }
 
-    /// Creates `NAME.sofa/views` when missing, and makes its name durable (the database directory is fsynced).
+    /// Creates `NAME.sofa/views` when missing, and makes its name durable: the database directory is fsynced
+    /// once per handle, also when the directory already exists (a previous call may have made it and then
+    /// failed to sync).
     func makeViewsDirectory() throws {
         let dir = path + "/views"
         do {
-            try system.mkdir(dir, mode: 0o755)
+            do {
+                try system.mkdir(dir, mode: 0o755)
+            } catch where error.errno == EEXIST {
+                if viewsDirectorySynced.load(ordering: .acquiring) { return }
+            }
             try system.fsyncDirectory(path)
-        } catch where error.errno == EEXIST {
-            // Already there.
+            viewsDirectorySynced.store(true, ordering: .releasing)
         } catch {
             throw StorageFile.error(error, path: dir)
         }

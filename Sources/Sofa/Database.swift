@@ -70,6 +70,9 @@ public final class Database: @unchecked Sendable {
     /// The thread inside the write lock (0 when none), so a write made inside a batch joins it.
     private let writerThread = Atomic<UInt>(0)
     private let closed = Atomic(false)
+    /// Whether this handle has synced the database directory since `views/` was first seen or made: a directory
+    /// made by a call whose sync failed is synced by the next call, not taken as durable because it exists.
+    let viewsDirectorySynced = Atomic(false)
 
     /// Opens the database at `path` (a directory, conventionally `NAME.sofa`), creating it unless read-only.
     ///

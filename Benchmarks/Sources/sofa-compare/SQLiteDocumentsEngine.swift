@@ -68,7 +68,7 @@ final class SQLiteDocumentsEngine: DocumentsEngine, SQLiteConnection {
         var rc = sqlite3_step(scan)
         while rc == SQLITE_ROW {
             // The body column is fetched as a pointer, not copied: available, as Sofa's row holds its entry.
-            _ = sqlite3_column_bytes(scan, 1)
+            _ = sqlite3_column_blob(scan, 1)
             visit(text(scan, 0))
             rc = sqlite3_step(scan)
         }

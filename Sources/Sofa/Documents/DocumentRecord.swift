@@ -330,22 +330,11 @@ struct DocumentCountReducer: Reducer {
         if bytes.count == 3, bytes[0] < 0x80, bytes[1] < 0x80, bytes[2] < 0x80 {
             return Counts(live: UInt64(bytes[0]), deleted: UInt64(bytes[1]), conflicted: UInt64(bytes[2]))
         }
-        // Larger counts (a subtree's): read in place, without a reader; anything unusual (a varint longer than
-        // 9 bytes, a truncated one, trailing bytes) is left to the reader below, which names the error.
-        var at = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while at < bytes.count, shift < 63 {
-                let b = bytes[at]
-                at += 1
-                value |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return value }
-                shift += 7
-            }
-            return nil
-        }
-        if let live = varint(), let deleted = varint(), let conflicted = varint(), at == bytes.count {
+        // Larger counts (a subtree's): read in place, without a reader; anything unusual (an overlong varint, a
+        // truncated one, trailing bytes) is left to the reader below, which names the error.
+        var cursor = EntryCursor(bytes: bytes)
+        if let live = cursor.varint(), let deleted = cursor.varint(), let conflicted = cursor.varint(),
+           cursor.position == bytes.count {
             return Counts(live: live, deleted: deleted, conflicted: conflicted)
         }
         var r = ByteReader(bytes, fileOffset: 0, path: "by-ID reduction")

@@ -37,11 +37,12 @@ final class WriteBatch {
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
-    /// A flush of at most this many documents (a single `put`'s commit) writes its nodes uncompressed: LZ4
-    /// was ~40 % of such a commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes,
-    /// ~15 KiB raw), and the ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md
-    /// §10.1, BENCHMARKS.md §3, "D2, fourth round"). Small enough that the raw paths stay within a one-sync
-    /// commit's 64 KiB.
+    /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
+    /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
+    /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
+    /// ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md §10.1.1 and §10.1.2,
+    /// BENCHMARKS.md §3, "D2, fourth round"). Usually the raw paths stay within a one-sync commit's 64 KiB;
+    /// four documents in far-apart by-ID leaves can exceed it, and that commit syncs twice, as any large one.
     static let rawFlushLimit = 4
 
     init(byID: BTree, bySequence: BTree, startSequence: UInt64) {

@@ -100,8 +100,9 @@ public final class StorageFile: @unchecked Sendable {
     /// written blocks and their `fdatasync` journals no size change. Every byte a small commit writes is written
     /// twice (as zeros first), and a tail costs one slower commit (its zeros and the size change are synced) —
     /// at 64 KiB every ~9th single-document commit took twice as long, ~16 µs per commit on average; at 1 MiB
-    /// one in ~140 does (BENCHMARKS.md §3, "D2, fourth round"). Opening reads at most this much backward
-    /// through the tail, in 64 KiB `pread`s.
+    /// one in (step ÷ bytes per commit) does, ~75 for raw single-document commits at 1M documents
+    /// (BENCHMARKS.md §3, "D2, fourth round"). Opening reads at most this plus 64 KiB backward through the
+    /// tail, in 64 KiB `pread`s.
     package static let preallocationStep = 1 << 20
 
     /// The shortest zero tail a durable one-sync commit writes when it grows the file.
@@ -454,6 +455,8 @@ public final class StorageFile: @unchecked Sendable {
     public func discardUncommitted() {
         pending.removeAll(keepingCapacity: false)
         uncommittedCRC = 0
+        // After `close()` the descriptor number may already name another file: nothing to cut.
+        guard !shared.withLock({ $0.closed }) else { return }
         let committed = latestCommit.endOffset
         nodeCache.removeAll(atOrAbove: committed)
         if flushedEnd.load(ordering: .relaxed) > committed || wroteUncommitted {

@@ -287,4 +287,31 @@ import Testing
             try reopened.close()
         }
     }
+
+    /// `views/` made by a call whose directory sync failed is synced by the next call instead of being taken
+    /// as durable because it exists; the failed call is a typed error and the documents stay.
+    @Test func viewsDirectoryWhoseSyncFailedIsSyncedByTheNextOpen() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-viewdir")
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: dir.database(), options: testOptions(), system: faults)
+        try db.put(["n": 1], id: "a")
+        let view = db.view(named: "n")
+        view.setMap(version: "1") { doc, emit in emit(doc["n"] ?? .null, nil) }
+        faults.arm(.init(call: .fsync, nth: 1))  // the database directory's sync after mkdir
+        #expect(throws: SofaError.self) { try view.updateIndex() }
+        #expect(faults.failuresInjected == 1)
+        #expect(FileManager.default.fileExists(atPath: dir.database() + "/views"))
+        let syncedAfterFailure = db.viewsDirectorySynced.load(ordering: .relaxed)
+        #expect(!syncedAfterFailure)
+        faults.arm(nil)
+
+        let fsyncsBefore = faults.count(.fsync)
+        try view.updateIndex()
+        let syncedAfterRetry = db.viewsDirectorySynced.load(ordering: .relaxed)
+        #expect(syncedAfterRetry)
+        #expect(faults.count(.fsync) > fsyncsBefore)
+        #expect(try view.createQuery().run().count == 1)
+        expectSound(db)
+        try db.close()
+    }
 }
