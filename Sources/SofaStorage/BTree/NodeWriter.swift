@@ -22,6 +22,37 @@ package enum InnerEntry {
     }
 }
 
+/// A leaf encoded, reduced and framed, waiting to be appended (``NodeWriter/prepareLeaf(_:configuration:compressor:)``).
+package struct PreparedLeaf: @unchecked Sendable {
+    /// The leaf's payload, in an allocation the node cache takes over once the leaf is written (freed with
+    /// this object otherwise).
+    package final class Payload {
+        private(set) var bytes: UnsafeMutableRawPointer?
+        let count: Int
+
+        init(count: Int) {
+            bytes = UnsafeMutableRawPointer.allocate(byteCount: max(1, count), alignment: 8)
+            self.count = count
+        }
+
+        /// Hands the allocation over (once).
+        func take() -> UnsafeMutableRawPointer? {
+            defer { bytes = nil }
+            return bytes
+        }
+
+        deinit { bytes?.deallocate() }
+    }
+
+    /// The chunk as it goes into the file: prefix, then the payload (compressed when that saved space).
+    var framed: [UInt8]
+    var payload: Payload
+    var layout: [Node.Layout]
+    var lastKey: [UInt8]
+    var rows: Int
+    var reduction: [UInt8]
+}
+
 /// Encodes nodes, appends them to the file and computes their pointers (row count, size, reduction).
 /// Shared by batch modify and bulk load, so both write byte-identical nodes.
 package struct NodeWriter {
@@ -118,6 +149,46 @@ package struct NodeWriter {
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:)``:
+    /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
+    /// other threads (each with its own `compressor`, nil when the tree does not compress). The framed bytes
+    /// are those ``writeLeaf(_:)`` appends.
+    package static func prepareLeaf(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
+        configuration: BTreeConfiguration, compressor: Compressor?
+    ) throws -> PreparedLeaf {
+        precondition(!entries.isEmpty)
+        let total = NodeWriter.leafPayloadSize(entries)
+        let payload = PreparedLeaf.Payload(count: total)
+        var layout: [Node.Layout]? = []
+        layout!.reserveCapacity(entries.count)
+        NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(start: payload.bytes, count: total),
+                                     layout: &layout)
+        let reduction = try configuration.reducer?.reduce(entries) ?? []
+        var framed: [UInt8] = []
+        framed.reserveCapacity(total + FileFormat.chunkPrefixSize)
+        _ = Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: payload.bytes, count: total),
+                         compressor: compressor, to: &framed)
+        return PreparedLeaf(framed: framed, payload: payload, layout: layout!, lastKey: Array(entries[entries.count - 1].key),
+                            rows: entries.count, reduction: reduction)
+    }
+
+    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:)`` made and returns its entry for the parent,
+    /// and the node for the cache (as ``writeLeaf(_:)`` caches its leaves) when this writer caches leaves: the
+    /// caller inserts it, maybe on another thread (an insertion evicts and frees older nodes).
+    package mutating func write(prepared leaf: PreparedLeaf) throws -> (entry: ChildEntry, node: (Node, UInt64)?) {
+        let (offset, length) = try leaf.framed.withUnsafeBytes { try file.append(framed: $0) }
+        var cached: (Node, UInt64)?
+        if cachesLeaves, let bytes = leaf.payload.take() {
+            let payload = ChunkPayload(taking: bytes, count: leaf.payload.count, offset: offset, kind: .leaf,
+                                       fileLength: length)
+            cached = (Node(payload: payload, isLeaf: true, layout: leaf.layout, children: []), offset)
+        }
+        let pointer = NodePointer(offset: offset, rowCount: UInt64(leaf.rows), subtreeSize: UInt64(length),
+                                  reduction: leaf.reduction)
+        return (ChildEntry(key: leaf.lastKey, pointer: pointer), cached)
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
