@@ -127,7 +127,8 @@ extension BTree {
         guard !node.isLeaf else { throw misplacedLeaf(at: offset) }
         try forEachTouchedChild(node, actions) { c, sub in
             if height == 1 {
-                jobs.append(LeafJob(offset: node.childOffset(c), actions: sub.startIndex..<sub.endIndex))
+                jobs.append(LeafJob(offset: node.childOffset(c), actions: sub.startIndex..<sub.endIndex,
+                                    parent: offset, child: c))
             } else {
                 try collectLeaves(node.childOffset(c), sub, height: height - 1, into: &jobs)
             }
@@ -157,7 +158,7 @@ extension BTree {
                                 : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
         }
         var i = 0
-        try forEachTouchedChild(node, actions) { c, sub in
+        func rewrite(_ c: Int, _ sub: ArraySlice<BTreeAction>) throws {
             while i < c {
                 keep(i)
                 i += 1
@@ -167,6 +168,12 @@ extension BTree {
                 children.append(.written(entry))
             }
             i = c + 1
+        }
+        if height == 1, let prepared {
+            // The touched leaves below are the next prepared ones: no need to partition the actions again.
+            while let c = prepared.nextChild(of: offset) { try rewrite(c, actions[actions.startIndex..<actions.startIndex]) }
+        } else {
+            try forEachTouchedChild(node, actions, rewrite)
         }
         while i < node.count {
             keep(i)
@@ -223,6 +230,9 @@ extension BTree {
 private struct LeafJob {
     var offset: UInt64
     var actions: Range<Int>
+    /// The inner node pointing to the leaf, and the leaf's index there.
+    var parent: UInt64
+    var child: Int
 }
 
 /// The touched leaves of one batch modify, prepared on every core (read, merged with their actions, encoded,
@@ -234,17 +244,19 @@ private final class LeafPreparation: @unchecked Sendable {
     /// Leaves one worker task prepares at a time (with one compressor, when the tree compresses).
     static let perTask = 8
 
-    /// One window being prepared: per leaf, its replacement leaves (none when it became empty).
+    /// One window being prepared: per leaf, its replacement leaves (none when it became empty), and per task
+    /// the buffer its leaves are framed into.
     final class Window: @unchecked Sendable {
         let group = DispatchGroup()
         var results: [Result<[PreparedLeaf], any Error>] = []
+        var framed: [[UInt8]] = []
     }
 
     let reader: BTree
     let actions: [BTreeAction]
     let jobs: [LeafJob]
-    /// Leaves written since the last hand-over to ``caching``, for the node cache.
-    private var written: [(Node, UInt64)] = []
+    /// Leaves written since the last hand-over to ``caching``, for the node cache, with their offset and length.
+    private var written: [(PreparedLeaf, UInt64, Int)] = []
     /// Inserts written leaves into the node cache off the writer's thread (evicting older nodes and freeing
     /// them is a good part of an insertion), a window at a time.
     private let caching = DispatchGroup()
@@ -274,16 +286,24 @@ private final class LeafPreparation: @unchecked Sendable {
         let window = Window()
         let range = first..<min(jobs.count, first + LeafPreparation.window)
         window.results = Array(repeating: .success([]), count: range.count)
+        let tasks = (range.count + LeafPreparation.perTask - 1) / LeafPreparation.perTask
+        window.framed = Array(repeating: [], count: tasks)
         DispatchQueue.global().async(group: window.group) { [self] in
-            let tasks = (range.count + LeafPreparation.perTask - 1) / LeafPreparation.perTask
-            window.results.withUnsafeMutableBufferPointer { out in
-                let out = UnsafeSendableResults(buffer: out)
-                // Task t prepares only its own slots of `out`.
-                DispatchQueue.concurrentPerform(iterations: tasks) { t in
-                    let compressor = reader.configuration.compress ? Compressor() : nil
-                    let lower = t * LeafPreparation.perTask
-                    for i in lower..<min(range.count, lower + LeafPreparation.perTask) {
-                        out.buffer[i] = Result { try prepare(jobs[range.lowerBound + i], compressor: compressor) }
+            window.results.withUnsafeMutableBufferPointer { results in
+                window.framed.withUnsafeMutableBufferPointer { framed in
+                    let out = UnsafeSendableResults(results: results, framed: framed)
+                    // Task t prepares only its own slots of `out`.
+                    DispatchQueue.concurrentPerform(iterations: tasks) { t in
+                        let compressor = reader.configuration.compress ? Compressor() : nil
+                        let lower = t * LeafPreparation.perTask
+                        var buffer: [UInt8] = []
+                        buffer.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
+                        for i in lower..<min(range.count, lower + LeafPreparation.perTask) {
+                            out.results[i] = Result {
+                                try prepare(jobs[range.lowerBound + i], compressor: compressor, into: &buffer)
+                            }
+                        }
+                        out.framed[t] = buffer
                     }
                 }
             }
@@ -292,12 +312,13 @@ private final class LeafPreparation: @unchecked Sendable {
     }
 
     /// One leaf's replacements: its entries merged with its actions, encoded, reduced and framed.
-    private func prepare(_ job: LeafJob, compressor: Compressor?) throws -> [PreparedLeaf] {
+    private func prepare(_ job: LeafJob, compressor: Compressor?, into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
         // Not cached: the writer is about to replace it.
         let node = try reader.node(at: job.offset, cachingLeaf: false)
         guard node.isLeaf else { throw reader.misplacedLeaf(at: job.offset) }
         return try BTree.mergeLeaf(node, actions[job.actions], nodeSize: reader.configuration.nodeSize) { run in
-            try NodeWriter.prepareLeaf(run, configuration: reader.configuration, compressor: compressor)
+            try NodeWriter.prepareLeaf(run, configuration: reader.configuration, compressor: compressor,
+                                       framingInto: &buffer)
         }
     }
 
@@ -314,14 +335,24 @@ private final class LeafPreparation: @unchecked Sendable {
         }
         guard let current else { throw reader.misplacedLeaf(at: offset) }
         current.group.wait()
-        let prepared = try current.results[next - currentStart].get()
-        current.results[next - currentStart] = .success([])  // its memory goes as soon as it is written
+        let index = next - currentStart
+        let prepared = try current.results[index].get()
+        current.results[index] = .success([])
         next += 1
-        return try prepared.map { leaf in
-            let (entry, node) = try nodes.write(prepared: leaf)
-            if let node { written.append(node) }
-            return entry
+        return try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
+            try prepared.map { leaf in
+                let (entry, offset, length) = try nodes.write(prepared: leaf, from: buffer)
+                if nodes.cachesLeaves { written.append((leaf, offset, length)) }
+                return entry
+            }
         }
+    }
+
+    /// The index in `parent` of the next leaf to write, when `parent` points to it (the writer asks for each
+    /// touched leaf of a parent of leaves in turn).
+    func nextChild(of parent: UInt64) -> Int? {
+        guard next < jobs.count, jobs[next].parent == parent else { return nil }
+        return jobs[next].child
     }
 
     /// Hands the leaves written so far to the node cache, in the background.
@@ -330,7 +361,11 @@ private final class LeafPreparation: @unchecked Sendable {
         let leaves = SendableLeaves(leaves: written, cache: reader.file.nodeCache)
         written.removeAll()
         cacheQueue.async(group: caching) {
-            for (node, offset) in leaves.leaves { leaves.cache.insert(node, at: offset) }
+            for (leaf, offset, length) in leaves.leaves {
+                if let node = NodeWriter.cachedNode(of: leaf, at: offset, length: length) {
+                    leaves.cache.insert(node, at: offset)
+                }
+            }
         }
     }
 
@@ -346,13 +381,14 @@ private final class LeafPreparation: @unchecked Sendable {
 
 /// Written leaves on their way to the node cache on another thread (nodes are immutable).
 private struct SendableLeaves: @unchecked Sendable {
-    let leaves: [(Node, UInt64)]
+    let leaves: [(PreparedLeaf, UInt64, Int)]
     let cache: NodeCache
 }
 
 /// Slots written from several threads at distinct indices.
 private struct UnsafeSendableResults: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<Result<[PreparedLeaf], any Error>>
+    let results: UnsafeMutableBufferPointer<Result<[PreparedLeaf], any Error>>
+    let framed: UnsafeMutableBufferPointer<[UInt8]>
 }
 
 /// A batch's keys and values copied into one buffer, so views of all of them can be held at once.

@@ -22,7 +22,8 @@ package enum InnerEntry {
     }
 }
 
-/// A leaf encoded, reduced and framed, waiting to be appended (``NodeWriter/prepareLeaf(_:configuration:compressor:)``).
+/// A leaf encoded, reduced and framed, waiting to be appended
+/// (``NodeWriter/prepareLeaf(_:configuration:compressor:framingInto:)``).
 package struct PreparedLeaf: @unchecked Sendable {
     /// The leaf's payload, in an allocation the node cache takes over once the leaf is written (freed with
     /// this object otherwise).
@@ -44,8 +45,9 @@ package struct PreparedLeaf: @unchecked Sendable {
         deinit { bytes?.deallocate() }
     }
 
-    /// The chunk as it goes into the file: prefix, then the payload (compressed when that saved space).
-    var framed: [UInt8]
+    /// Where the chunk as it goes into the file (prefix, then the payload, compressed when that saved space)
+    /// lies in the buffer it was framed into.
+    var framed: Range<Int>
     var payload: Payload
     var layout: [Node.Layout]
     var lastKey: [UInt8]
@@ -62,7 +64,7 @@ package struct NodeWriter {
     /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
     /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
     /// leaf on the single-threaded tail of an index build to do it.
-    private let cachesLeaves: Bool
+    package let cachesLeaves: Bool
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
         self.file = file
@@ -153,11 +155,12 @@ package struct NodeWriter {
 
     /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:)``:
     /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
-    /// other threads (each with its own `compressor`, nil when the tree does not compress). The framed bytes
-    /// are those ``writeLeaf(_:)`` appends.
+    /// other threads (each with its own `compressor`, nil when the tree does not compress). The framed bytes,
+    /// appended to `buffer` (one buffer for several leaves: one allocation, not one per leaf), are those
+    /// ``writeLeaf(_:)`` appends.
     package static func prepareLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
-        configuration: BTreeConfiguration, compressor: Compressor?
+        configuration: BTreeConfiguration, compressor: Compressor?, framingInto buffer: inout [UInt8]
     ) throws -> PreparedLeaf {
         precondition(!entries.isEmpty)
         let total = NodeWriter.leafPayloadSize(entries)
@@ -167,28 +170,34 @@ package struct NodeWriter {
         NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(start: payload.bytes, count: total),
                                      layout: &layout)
         let reduction = try configuration.reducer?.reduce(entries) ?? []
-        var framed: [UInt8] = []
-        framed.reserveCapacity(total + FileFormat.chunkPrefixSize)
-        _ = Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: payload.bytes, count: total),
-                         compressor: compressor, to: &framed)
-        return PreparedLeaf(framed: framed, payload: payload, layout: layout!, lastKey: Array(entries[entries.count - 1].key),
+        let start = buffer.count
+        let length = Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: payload.bytes, count: total),
+                                  compressor: compressor, to: &buffer)
+        return PreparedLeaf(framed: start..<(start + length), payload: payload, layout: layout!, lastKey: Array(entries[entries.count - 1].key),
                             rows: entries.count, reduction: reduction)
     }
 
-    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:)`` made and returns its entry for the parent,
-    /// and the node for the cache (as ``writeLeaf(_:)`` caches its leaves) when this writer caches leaves: the
-    /// caller inserts it, maybe on another thread (an insertion evicts and frees older nodes).
-    package mutating func write(prepared leaf: PreparedLeaf) throws -> (entry: ChildEntry, node: (Node, UInt64)?) {
-        let (offset, length) = try leaf.framed.withUnsafeBytes { try file.append(framed: $0) }
-        var cached: (Node, UInt64)?
-        if cachesLeaves, let bytes = leaf.payload.take() {
-            let payload = ChunkPayload(taking: bytes, count: leaf.payload.count, offset: offset, kind: .leaf,
-                                       fileLength: length)
-            cached = (Node(payload: payload, isLeaf: true, layout: leaf.layout, children: []), offset)
-        }
+    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:framingInto:)`` framed into `buffer` and returns
+    /// its entry for the parent and
+    /// where it landed. The caller puts ``cachedNode(of:at:length:)`` into the node cache when ``cachesLeaves``
+    /// (as ``writeLeaf(_:)`` does its leaves), maybe on another thread: making the node and inserting it
+    /// (which evicts and frees older nodes) need not hold up the writer.
+    package mutating func write(prepared leaf: PreparedLeaf, from buffer: UnsafeRawBufferPointer) throws
+        -> (entry: ChildEntry, offset: UInt64, length: Int)
+    {
+        let (offset, length) = try file.append(framed: UnsafeRawBufferPointer(rebasing: buffer[leaf.framed]))
         let pointer = NodePointer(offset: offset, rowCount: UInt64(leaf.rows), subtreeSize: UInt64(length),
                                   reduction: leaf.reduction)
-        return (ChildEntry(key: leaf.lastKey, pointer: pointer), cached)
+        return (ChildEntry(key: leaf.lastKey, pointer: pointer), offset, length)
+    }
+
+    /// The node a prepared leaf written at `offset` (`length` bytes in the file) is, for the node cache; it
+    /// takes the leaf's payload (nil when already taken).
+    package static func cachedNode(of leaf: PreparedLeaf, at offset: UInt64, length: Int) -> Node? {
+        guard let bytes = leaf.payload.take() else { return nil }
+        let payload = ChunkPayload(taking: bytes, count: leaf.payload.count, offset: offset, kind: .leaf,
+                                   fileLength: length)
+        return Node(payload: payload, isLeaf: true, layout: leaf.layout, children: [])
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the

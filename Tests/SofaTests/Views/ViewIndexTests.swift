@@ -138,6 +138,31 @@ import Testing
         expectSound(rebuilt)
     }
 
+    /// `sortedUnique` orders by the keys' first 8 bytes, then whole keys: the same order as `memcmp` on keys
+    /// shorter than 8 bytes, sharing long prefixes, or prefixes of one another, and of several actions for one
+    /// key the last wins.
+    @Test func sortedUniqueMatchesAByteOrderSort() {
+        var rng = SeededRandom(seed: 5)
+        var actions: [BTreeAction] = []
+        let prefixes: [[UInt8]] = [[], [1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 0, 0, 0], [9]]
+        for i in 0..<3000 {
+            var key = prefixes[Int.random(in: 0..<prefixes.count, using: &rng)]
+            for _ in 0..<Int.random(in: 0...6, using: &rng) { key.append(UInt8.random(in: 0...2, using: &rng)) }
+            let action: BTreeAction = Bool.random(using: &rng) ? .put(key, [UInt8(i % 256)]) : .remove(key)
+            actions.append(action)
+        }
+        var expected: [BTreeAction] = []
+        for i in actions.indices.sorted(by: { a, b in
+            let c = compareArrays(actions[a].key, actions[b].key)
+            return c != 0 ? c < 0 : a < b
+        }) {
+            if expected.last?.key == actions[i].key { expected[expected.count - 1] = actions[i] } else { expected.append(actions[i]) }
+        }
+        let got = ViewIndex.sortedUnique(actions)
+        #expect(got.map(\.key) == expected.map(\.key))
+        #expect(got.map(\.value) == expected.map(\.value))
+    }
+
     /// A new version string resets the index; the same one keeps it across reopening.
     @Test func versionChangeResetsTheIndex() throws {
         let dir = TemporaryDatabaseDirectory("sofa-views")
