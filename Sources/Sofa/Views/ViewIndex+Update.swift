@@ -382,40 +382,11 @@ extension ViewIndex {
     }
 
     /// Actions sorted by key; of several for one key (a row removed and emitted again) the last wins.
-    ///
-    /// The keys are copied into one buffer and ordered by their first 8 bytes first (one integer compare), by
-    /// `memcmp` of the whole keys only when those tie: a pass's tens of thousands of actions sort without
-    /// touching each action's own array on every comparison.
     static func sortedUnique(_ actions: [BTreeAction]) -> [BTreeAction] {
-        guard actions.count > 1 else { return actions }
-        var flat: [UInt8] = []
-        flat.reserveCapacity(actions.reduce(0) { $0 + $1.key.count })
-        var spans: [Range<Int>] = []
-        spans.reserveCapacity(actions.count)
-        var order: [(head: UInt64, index: Int)] = []
-        order.reserveCapacity(actions.count)
-        for (i, action) in actions.enumerated() {
-            spans.append(flat.count..<(flat.count + action.key.count))
-            flat.append(contentsOf: action.key)
-            // The first 8 key bytes, big-endian, zero-padded: ordered as the keys are when they differ.
-            var head: UInt64 = 0
-            for k in 0..<8 { head = head << 8 | UInt64(k < action.key.count ? action.key[k] : 0) }
-            order.append((head, i))
-        }
-        flat.withUnsafeBytes { keys in
-            spans.withUnsafeBufferPointer { spans in
-                order.sort { x, y in
-                    if x.head != y.head { return x.head < y.head }
-                    let c = compareBytes(UnsafeRawBufferPointer(rebasing: keys[spans[x.index]]),
-                                         UnsafeRawBufferPointer(rebasing: keys[spans[y.index]]))
-                    return c != 0 ? c < 0 : x.index < y.index
-                }
-            }
-        }
         var out: [BTreeAction] = []
         out.reserveCapacity(actions.count)
         var previous = -1
-        for i in order.lazy.map(\.index) {
+        for i in byteOrder(actions.map(\.key)) {
             if previous >= 0, actions[previous].key == actions[i].key {
                 out[out.count - 1] = actions[i]
             } else {
@@ -424,6 +395,39 @@ extension ViewIndex {
             previous = i
         }
         return out
+    }
+
+    /// The indices of `keys` in ascending `memcmp` order of the keys, equal keys in index order.
+    ///
+    /// The keys are copied into one buffer and ordered by their first 8 bytes first (one integer compare), by
+    /// `memcmp` of the whole keys only when those tie: a pass's tens of thousands of keys sort without
+    /// touching each key's own array on every comparison.
+    static func byteOrder(_ keys: [[UInt8]]) -> [Int] {
+        var flat: [UInt8] = []
+        flat.reserveCapacity(keys.reduce(0) { $0 + $1.count })
+        var spans: [Range<Int>] = []
+        spans.reserveCapacity(keys.count)
+        var order: [(head: UInt64, index: Int)] = []
+        order.reserveCapacity(keys.count)
+        for (i, key) in keys.enumerated() {
+            spans.append(flat.count..<(flat.count + key.count))
+            flat.append(contentsOf: key)
+            // The first 8 key bytes, big-endian, zero-padded: ordered as the keys are when they differ.
+            var head: UInt64 = 0
+            for k in 0..<8 { head = head << 8 | UInt64(k < key.count ? key[k] : 0) }
+            order.append((head, i))
+        }
+        flat.withUnsafeBytes { bytes in
+            spans.withUnsafeBufferPointer { spans in
+                order.sort { x, y in
+                    if x.head != y.head { return x.head < y.head }
+                    let c = compareBytes(UnsafeRawBufferPointer(rebasing: bytes[spans[x.index]]),
+                                         UnsafeRawBufferPointer(rebasing: bytes[spans[y.index]]))
+                    return c != 0 ? c < 0 : x.index < y.index
+                }
+            }
+        }
+        return order.map(\.index)
     }
 }
 
