@@ -241,6 +241,48 @@ import Testing
         expectSound(view)
     }
 
+    /// A custom reduce that throws on one leaf of a large update (its leaves reduced on every core) fails the
+    /// whole update with its error and leaves the previous commit as it was; the next update, once the document
+    /// is fixed, equals a rebuild.
+    @Test func reduceErrorOnAWorkerFailsTheWholeUpdate() throws {
+        struct Poisoned: Error {}
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        // ~200 rows leaves, every one touched by the update: more than BTree.parallelLeafThreshold.
+        let db = try Self.numbers(dir, count: 20_000)
+        let reduce = Reduce.custom { _, values, _ in
+            if values.contains(.number(-1)) { throw Poisoned() }
+            return .number(values.compactMap(\.doubleValue).reduce(0, +))
+        }
+        let view = db.view(named: "sum")
+        view.setMapReduce(version: "1", map: Self.byN, reduce: reduce)
+        try view.updateIndex()
+        let before = try run(view) { $0.mapOnly = true }
+        let sequence = view.lastSequenceIndexed
+        try db.inBatch {
+            for i in stride(from: 0, to: 20_000, by: 4) {
+                let doc = try #require(try db.document(id: "n\(i)"))
+                try db.put(["n": .number(i == 4000 ? -1 : Double(i) + 0.5), "type": "num"], id: doc.id,
+                           rev: doc.revisionID)
+            }
+        }
+        do {
+            try view.updateIndex()
+            Issue.record("the update should fail")
+        } catch let error as SofaError {
+            #expect(error.code == .reduceFailed, "\(error)")
+        }
+        #expect(view.lastSequenceIndexed == sequence)
+        #expect(try run(view) { $0.mapOnly = true; $0.indexUpdateMode = .never } == before)
+        let doc = try #require(try db.document(id: "n4000"))
+        try db.put(["n": 4000.5, "type": "num"], id: doc.id, rev: doc.revisionID)
+        try view.updateIndex()
+        let rebuilt = db.view(named: "rebuilt")
+        rebuilt.setMapReduce(version: "1", map: Self.byN, reduce: reduce)
+        #expect(try run(view) { $0.mapOnly = true } == run(rebuilt) { $0.mapOnly = true })
+        #expect(try run(view).first?.value == run(rebuilt).first?.value)
+        expectSound(view)
+    }
+
     /// stats, count and sum over ranges and groups; View.totalValues.
     @Test func builtInReduces() throws {
         let dir = TemporaryDatabaseDirectory("sofa-views")
