@@ -34,7 +34,10 @@ extension BTree {
     /// actions, encoding, reduction and framing run on every core, a window of leaves ahead of this thread,
     /// which appends them in order and writes the inner nodes above them (``LeafPreparation``). The file gets
     /// the same bytes either way (compressed nodes the same payloads: LZ4's output may vary with the history of
-    /// the compressor, each worker having its own).
+    /// the compressor, each worker having its own). Leaves written that way are not put in the node cache, as
+    /// a small batch's are: a batch this large rewrites more leaves than are read again soon (1 % of a 1M-row
+    /// view index: ~9,300 leaves, against a 64 MiB cache of ~14,000), and inserting each would evict and free
+    /// another node — ~15 % of such an update's CPU when they were cached.
     ///
     /// - Parameter actions: strictly ascending by key (each key at most once).
     /// - Throws: `.invalidArgument` when the actions are not strictly ascending; storage errors.
@@ -255,12 +258,6 @@ private final class LeafPreparation: @unchecked Sendable {
     let reader: BTree
     let actions: [BTreeAction]
     let jobs: [LeafJob]
-    /// Leaves written since the last hand-over to ``caching``, for the node cache, with their offset and length.
-    private var written: [(PreparedLeaf, UInt64, Int)] = []
-    /// Inserts written leaves into the node cache off the writer's thread (evicting older nodes and freeing
-    /// them is a good part of an insertion), a window at a time.
-    private let caching = DispatchGroup()
-    private let cacheQueue = DispatchQueue(label: "sofa.btree.leaf-cache")
     /// The window being written and the one being prepared after it.
     private var current: Window?
     private var currentStart = 0
@@ -298,9 +295,11 @@ private final class LeafPreparation: @unchecked Sendable {
                         let lower = t * LeafPreparation.perTask
                         var buffer: [UInt8] = []
                         buffer.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
+                        var scratch: [UInt8] = []
                         for i in lower..<min(range.count, lower + LeafPreparation.perTask) {
                             out.results[i] = Result {
-                                try prepare(jobs[range.lowerBound + i], compressor: compressor, into: &buffer)
+                                try prepare(jobs[range.lowerBound + i], compressor: compressor, scratch: &scratch,
+                                            into: &buffer)
                             }
                         }
                         out.framed[t] = buffer
@@ -312,13 +311,14 @@ private final class LeafPreparation: @unchecked Sendable {
     }
 
     /// One leaf's replacements: its entries merged with its actions, encoded, reduced and framed.
-    private func prepare(_ job: LeafJob, compressor: Compressor?, into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
+    private func prepare(_ job: LeafJob, compressor: Compressor?, scratch: inout [UInt8],
+                         into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
         // Not cached: the writer is about to replace it.
         let node = try reader.node(at: job.offset, cachingLeaf: false)
         guard node.isLeaf else { throw reader.misplacedLeaf(at: job.offset) }
         return try BTree.mergeLeaf(node, actions[job.actions], nodeSize: reader.configuration.nodeSize) { run in
             try NodeWriter.prepareLeaf(run, configuration: reader.configuration, compressor: compressor,
-                                       framingInto: &buffer)
+                                       scratch: &scratch, framingInto: &buffer)
         }
     }
 
@@ -327,7 +327,6 @@ private final class LeafPreparation: @unchecked Sendable {
     func write(leafAt offset: UInt64, nodes: inout NodeWriter) throws -> [ChildEntry] {
         guard next < jobs.count, jobs[next].offset == offset else { throw reader.misplacedLeaf(at: offset) }
         if next - currentStart == LeafPreparation.window {
-            cacheWritten()
             current?.group.wait()
             current = ahead
             currentStart = next
@@ -340,11 +339,7 @@ private final class LeafPreparation: @unchecked Sendable {
         current.results[index] = .success([])
         next += 1
         return try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
-            try prepared.map { leaf in
-                let (entry, offset, length) = try nodes.write(prepared: leaf, from: buffer)
-                if nodes.cachesLeaves { written.append((leaf, offset, length)) }
-                return entry
-            }
+            try prepared.map { try nodes.write(prepared: $0, from: buffer) }
         }
     }
 
@@ -355,34 +350,11 @@ private final class LeafPreparation: @unchecked Sendable {
         return jobs[next].child
     }
 
-    /// Hands the leaves written so far to the node cache, in the background.
-    private func cacheWritten() {
-        guard !written.isEmpty else { return }
-        let leaves = SendableLeaves(leaves: written, cache: reader.file.nodeCache)
-        written.removeAll()
-        cacheQueue.async(group: caching) {
-            for (leaf, offset, length) in leaves.leaves {
-                if let node = NodeWriter.cachedNode(of: leaf, at: offset, length: length) {
-                    leaves.cache.insert(node, at: offset)
-                }
-            }
-        }
-    }
-
-    /// Caches the last leaves and waits until no worker reads the file or fills the cache any more (a failed
-    /// update then purges the cache of its offsets, which must not come back afterwards).
+    /// Waits until no worker reads the file any more (a failed update then cuts the file back).
     func finish() {
-        cacheWritten()
         current?.group.wait()
         ahead?.group.wait()
-        caching.wait()
     }
-}
-
-/// Written leaves on their way to the node cache on another thread (nodes are immutable).
-private struct SendableLeaves: @unchecked Sendable {
-    let leaves: [(PreparedLeaf, UInt64, Int)]
-    let cache: NodeCache
 }
 
 /// Slots written from several threads at distinct indices.

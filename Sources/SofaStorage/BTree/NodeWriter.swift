@@ -23,33 +23,11 @@ package enum InnerEntry {
 }
 
 /// A leaf encoded, reduced and framed, waiting to be appended
-/// (``NodeWriter/prepareLeaf(_:configuration:compressor:framingInto:)``).
-package struct PreparedLeaf: @unchecked Sendable {
-    /// The leaf's payload, in an allocation the node cache takes over once the leaf is written (freed with
-    /// this object otherwise).
-    package final class Payload {
-        private(set) var bytes: UnsafeMutableRawPointer?
-        let count: Int
-
-        init(count: Int) {
-            bytes = UnsafeMutableRawPointer.allocate(byteCount: max(1, count), alignment: 8)
-            self.count = count
-        }
-
-        /// Hands the allocation over (once).
-        func take() -> UnsafeMutableRawPointer? {
-            defer { bytes = nil }
-            return bytes
-        }
-
-        deinit { bytes?.deallocate() }
-    }
-
+/// (``NodeWriter/prepareLeaf(_:configuration:compressor:scratch:framingInto:)``).
+package struct PreparedLeaf: Sendable {
     /// Where the chunk as it goes into the file (prefix, then the payload, compressed when that saved space)
     /// lies in the buffer it was framed into.
     var framed: Range<Int>
-    var payload: Payload
-    var layout: [Node.Layout]
     var lastKey: [UInt8]
     var rows: Int
     var reduction: [UInt8]
@@ -64,7 +42,7 @@ package struct NodeWriter {
     /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
     /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
     /// leaf on the single-threaded tail of an index build to do it.
-    package let cachesLeaves: Bool
+    private let cachesLeaves: Bool
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
         self.file = file
@@ -153,51 +131,37 @@ package struct NodeWriter {
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
     }
 
-    /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:)``:
+    /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:from:)``:
     /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
-    /// other threads (each with its own `compressor`, nil when the tree does not compress). The framed bytes,
-    /// appended to `buffer` (one buffer for several leaves: one allocation, not one per leaf), are those
-    /// ``writeLeaf(_:)`` appends.
+    /// other threads (each with its own `compressor`, nil when the tree does not compress, and its own
+    /// `scratch` buffer for the payload). The framed bytes, appended to `buffer` (one buffer for several
+    /// leaves: one allocation, not one per leaf), are those ``writeLeaf(_:)`` appends.
     package static func prepareLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
-        configuration: BTreeConfiguration, compressor: Compressor?, framingInto buffer: inout [UInt8]
+        configuration: BTreeConfiguration, compressor: Compressor?, scratch: inout [UInt8],
+        framingInto buffer: inout [UInt8]
     ) throws -> PreparedLeaf {
         precondition(!entries.isEmpty)
-        let total = NodeWriter.leafPayloadSize(entries)
-        let payload = PreparedLeaf.Payload(count: total)
-        var layout: [Node.Layout]? = []
-        layout!.reserveCapacity(entries.count)
-        NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(start: payload.bytes, count: total),
-                                     layout: &layout)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: repeatElement(0, count: NodeWriter.leafPayloadSize(entries)))
+        var noLayout: [Node.Layout]? = nil
+        scratch.withUnsafeMutableBytes { NodeWriter.encodeLeafPayload(entries, into: $0, layout: &noLayout) }
         let reduction = try configuration.reducer?.reduce(entries) ?? []
         let start = buffer.count
-        let length = Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: payload.bytes, count: total),
-                                  compressor: compressor, to: &buffer)
-        return PreparedLeaf(framed: start..<(start + length), payload: payload, layout: layout!, lastKey: Array(entries[entries.count - 1].key),
+        let length = scratch.withUnsafeBytes {
+            Chunk.append(kind: .leaf, payload: $0, compressor: compressor, to: &buffer)
+        }
+        return PreparedLeaf(framed: start..<(start + length), lastKey: Array(entries[entries.count - 1].key),
                             rows: entries.count, reduction: reduction)
     }
 
-    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:framingInto:)`` framed into `buffer` and returns
-    /// its entry for the parent and
-    /// where it landed. The caller puts ``cachedNode(of:at:length:)`` into the node cache when ``cachesLeaves``
-    /// (as ``writeLeaf(_:)`` does its leaves), maybe on another thread: making the node and inserting it
-    /// (which evicts and frees older nodes) need not hold up the writer.
-    package mutating func write(prepared leaf: PreparedLeaf, from buffer: UnsafeRawBufferPointer) throws
-        -> (entry: ChildEntry, offset: UInt64, length: Int)
-    {
+    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:scratch:framingInto:)`` framed into `buffer`
+    /// and returns its entry for the parent. The leaf is not cached (see ``BTree/modified(by:)``).
+    package mutating func write(prepared leaf: PreparedLeaf, from buffer: UnsafeRawBufferPointer) throws -> ChildEntry {
         let (offset, length) = try file.append(framed: UnsafeRawBufferPointer(rebasing: buffer[leaf.framed]))
         let pointer = NodePointer(offset: offset, rowCount: UInt64(leaf.rows), subtreeSize: UInt64(length),
                                   reduction: leaf.reduction)
-        return (ChildEntry(key: leaf.lastKey, pointer: pointer), offset, length)
-    }
-
-    /// The node a prepared leaf written at `offset` (`length` bytes in the file) is, for the node cache; it
-    /// takes the leaf's payload (nil when already taken).
-    package static func cachedNode(of leaf: PreparedLeaf, at offset: UInt64, length: Int) -> Node? {
-        guard let bytes = leaf.payload.take() else { return nil }
-        let payload = ChunkPayload(taking: bytes, count: leaf.payload.count, offset: offset, kind: .leaf,
-                                   fileLength: length)
-        return Node(payload: payload, isLeaf: true, layout: leaf.layout, children: [])
+        return ChildEntry(key: leaf.lastKey, pointer: pointer)
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the
