@@ -337,6 +337,8 @@ extension ViewIndex {
             }
         })
         if !rowActions.isEmpty || !backActions.isEmpty { try pass() }
+        // The trees' new nodes are final: their writeback runs while the group aggregates are recomputed.
+        try storage.flushAppendedStartingWriteback()
         try commit(rows: rows, backIndex: back,
                    groups: try groupChanges.apply(to: current.groups, rows: rows, index: self), header: header)
         return documents
