@@ -39,9 +39,10 @@ package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
-    /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
-    /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
-    /// leaf on the single-threaded tail of an index build to do it.
+    /// Whether ``writeLeaf(_:)``'s leaves go into the node cache. A small batch modify keeps them (the next
+    /// query reads them; a large one prepares its leaves on other threads and caches none, see
+    /// ``BTree/modified(by:)``); a bulk load of millions of rows would only push the cache's useful nodes out,
+    /// paying a node decode per leaf on the single-threaded tail of an index build to do it.
     private let cachesLeaves: Bool
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
