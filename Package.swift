@@ -42,9 +42,10 @@ let package = Package(
             providers: [.apt(["libicu-dev"])]),
         .target(name: "CSofaICU", dependencies: ["CICU"], path: "Sources/CSofaICU"),
         .target(name: "CSofaCRC", path: "Sources/CSofaCRC"),
+        .target(name: "CSofaSys", path: "Sources/CSofaSys"),
         .target(
             name: "SofaStorage",
-            dependencies: ["CLZ4", "CSofaCRC"],
+            dependencies: ["CLZ4", "CSofaCRC", "CSofaSys"],
             swiftSettings: releaseTuning),
         .target(
             name: "Sofa",

@@ -38,6 +38,35 @@ import Testing
         try file.close()
     }
 
+    /// Starting the writeback of appended chunks before committing (a view update does it before recomputing its
+    /// group aggregates) writes them out and changes nothing else: the commit after it is a two-sync commit as
+    /// usual (no data check: more than a one-sync commit's data), and every chunk reads back after reopening.
+    @Test func writebackStartedBeforeACommitKeepsItIntact() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("f")
+        var chunks: [(offset: UInt64, bytes: [UInt8])] = []
+        do {
+            let file = try StorageFile(path: path)
+            for i in 0..<40 {
+                let bytes = [UInt8](repeating: UInt8(i), count: 4000)
+                chunks.append((try bytes.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }.offset,
+                               bytes))
+            }
+            try file.flushAppendedStartingWriteback()
+            #expect(file.writtenLength > file.latestCommit.endOffset + UInt64(StorageFile.oneSyncLimit))
+            let header = try file.commit(roots: [], metadata: [9])
+            #expect(header.dataCheck == nil)
+            try file.close()
+        }
+        let again = try StorageFile(path: path)
+        #expect(again.latestCommit.metadata == [9])
+        for chunk in chunks {
+            #expect(try again.readChunk(at: chunk.offset, kind: .value, limit: again.latestCommit.endOffset).bytes
+                    == chunk.bytes)
+        }
+        try again.close()
+    }
+
     @Test func compressedChunksRoundTripAndShrink() throws {
         let dir = TemporaryDirectory()
         let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))

@@ -164,10 +164,11 @@ final class DocumentSnapshot: Sendable {
 
     var counts: DocumentCountReducer.Counts { DocumentCountReducer.decode(byID.reduction) }
 
-    /// The by-ID entry of `id`, decoded.
-    func record(_ id: [UInt8]) throws -> DocumentRecord? {
+    /// The by-ID entry of `id`, decoded; its leaf is left out of the node cache when `cachingLeaf` is false
+    /// (a view update's scattered lookups).
+    func record(_ id: [UInt8], cachingLeaf: Bool = true) throws -> DocumentRecord? {
         try id.withUnsafeBytes { key in
-            try byID.value(for: key).map { slice in
+            try byID.value(for: key, cachingLeaf: cachingLeaf).map { slice in
                 try slice.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
             }
         }

@@ -83,8 +83,9 @@ extension KeyRange {
 /// recomputes each of them from the new rows tree (FORMAT.md §10.2.6, "Maintenance").
 struct GroupChanges {
     let levels: [UInt8]
-    /// Groups-tree keys of the touched groups.
-    private(set) var touched = Set<[UInt8]>()
+    /// Groups-tree keys of the touched groups, in no order; a group touched by several passes is listed once
+    /// per pass.
+    private(set) var touched: [[UInt8]] = []
 
     init(levels: [UInt8]) { self.levels = levels }
 
@@ -104,7 +105,7 @@ struct GroupChanges {
                     if samePrefix { continue }
                     var treeKey: [UInt8] = [level]
                     treeKey.append(contentsOf: prefix)
-                    touched.insert(treeKey)
+                    touched.append(treeKey)
                     previous[l] = treeKey
                 }
             }
@@ -116,7 +117,10 @@ struct GroupChanges {
         guard !levels.isEmpty else { return nil }
         var writer = BTree(file: index.storage, root: groups.root, configuration: index.groupsConfiguration,
                            limit: StorageFile.unlimited)
-        let keys = touched.sorted(by: { compareArrays($0, $1) < 0 })
+        var sorted: [[UInt8]] = []
+        sorted.reserveCapacity(touched.count)
+        for i in ViewIndex.byteOrder(touched) where sorted.last != touched[i] { sorted.append(touched[i]) }
+        let keys = sorted
         // The groups are recomputed on every core: each is a few reads of the new rows tree, written out
         // first so that other threads can read it (below its written length, never flushing).
         try index.storage.flushAppended()

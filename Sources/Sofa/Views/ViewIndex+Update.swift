@@ -151,6 +151,14 @@ final class PendingBatch: @unchecked Sendable {
 extension ViewIndex {
     /// Documents mapped per batch: bounds the rows held in memory during an update.
     static let batchSize = 8192
+    /// Bytes of collected changes (keys, values and ``actionOverhead`` per change) from which an incremental
+    /// update applies them to the trees in one pass before going on: the changes it holds stay below this plus
+    /// one mapped chunk's (64 documents'; tests lower it to exercise several passes).
+    static let passBudget = Atomic<Int>(32 << 20)
+    /// What one collected change costs beyond its key and value bytes: the action and its two arrays.
+    static let actionOverhead = 96
+    /// Incremental update passes so far (tests check that a large update takes several).
+    static let updatePasses = Atomic<Int>(0)
     /// Bytes of rows a first build sorts in memory before spilling a sorted run to disk (tests lower it to
     /// exercise the merge).
     static let sortBudget = Atomic<Int>(64 << 20)
@@ -203,7 +211,8 @@ extension ViewIndex {
                                     let entryBytes = UnsafeRawBufferPointer(rebasing: bytes[entry])
                                     record = try DocumentRecord(decoding: entryBytes, path: snapshot.path)
                                 } else {
-                                    record = try snapshot.record(Array(id))
+                                    // Scattered lookups, each leaf read once: kept out of the node cache.
+                                    record = try snapshot.record(Array(id), cachingLeaf: false)
                                 }
                                 if let record {
                                     try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
@@ -214,7 +223,9 @@ extension ViewIndex {
                                                              mapped.rows.count..<mapped.rows.count,
                                                              mapped.documentBytes.count..<mapped.documentBytes.count))
                                 }
-                                if let previousBack { mapped.previousBack.append(try previousBack.get(Array(id))) }
+                                if let previousBack {
+                                    mapped.previousBack.append(try previousBack.get(Array(id), cachingLeaf: false))
+                                }
                             }
                         }
                         return mapped
@@ -260,8 +271,11 @@ extension ViewIndex {
         return documents
     }
 
-    /// Incremental update: the documents changed after `since`, batch by batch, each batch one sorted pass of
-    /// removals (the rows the back-index says a document emitted before) and insertions over each tree.
+    /// Incremental update: the documents changed after `since`, mapped batch by batch; their changes are
+    /// collected into passes of about ``passBudget`` bytes at most, each pass one sorted batch modify of each tree
+    /// (removals of the rows the back-index says a document emitted before, insertions of its new rows). An
+    /// update smaller than the budget (1 % of a 1M-document database is ~3 MB) is a single pass, so each
+    /// touched node is rewritten once.
     private func apply(changesSince since: UInt64, from snapshot: DocumentSnapshot, to current: ViewSnapshot,
                        mapper: Mapper, header: ViewHeader) throws -> Int {
         var rows = BTree(file: storage, root: current.rows.root, configuration: rowsConfiguration,
@@ -270,16 +284,33 @@ extension ViewIndex {
                          limit: StorageFile.unlimited)
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
         var groupChanges = GroupChanges(levels: header.groupLevels)
+        var rowActions: [BTreeAction] = []
+        var backActions: [BTreeAction] = []
+        var pendingBytes = 0
+        let budget = ViewIndex.passBudget.load(ordering: .relaxed)
+        func pass() throws {
+            ViewIndex.updatePasses.add(1, ordering: .relaxed)
+            let sortedRowActions = ViewIndex.sortedUnique(rowActions)
+            rows = try rows.modified(by: sortedRowActions)
+            try groupChanges.note(sortedRowActions)
+            back = try back.modified(by: ViewIndex.sortedUnique(backActions))
+            rowActions.removeAll()
+            backActions.removeAll()
+            pendingBytes = 0
+        }
+        func add(_ action: BTreeAction, to actions: inout [BTreeAction]) {
+            actions.append(action)
+            pendingBytes += action.key.count + (action.value?.count ?? 0) + ViewIndex.actionOverhead
+        }
         // Each changed document comes once (the by-sequence tree holds its newest sequence only), so its
-        // previous back-index entry is the one in `current`, whichever batch it is in.
+        // previous back-index entry is the one in `current`, whichever batch it is in; and no two documents'
+        // actions share a key, so a pass may hold several batches.
         let documents = try mapInBatches(from: snapshot, mapper: mapper, previousBack: current.backIndex, feed: { add in
             try snapshot.bySequence.forEach(in: range) { _, id in
                 try add(id, nil)
                 return true
             }
         }, write: { pending in
-            var rowActions: [BTreeAction] = []
-            var backActions: [BTreeAction] = []
             for chunk in try pending.wait() {
                 for (d, doc) in chunk.documents.enumerated() {
                     let (id, newBack) = chunk.withDocument(d) { id, back in (Array(id), Array(back)) }
@@ -290,22 +321,24 @@ extension ViewIndex {
                     let sameKeys = old != nil && newBack == old
                     if let old, !sameKeys {
                         for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
-                            rowActions.append(.remove(RowKey.make(key: key, id: id, index: i)))
+                            add(.remove(RowKey.make(key: key, id: id, index: i)), to: &rowActions)
                         }
                     }
-                    for i in doc.rows { chunk.withRow(i) { k, v in rowActions.append(.put(Array(k), Array(v))) } }
+                    for i in doc.rows {
+                        chunk.withRow(i) { k, v in add(.put(Array(k), Array(v)), to: &rowActions) }
+                    }
                     if newBack.isEmpty {
-                        if old != nil { backActions.append(.remove(id)) }
+                        if old != nil { add(.remove(id), to: &backActions) }
                     } else if !sameKeys {
-                        backActions.append(.put(id, newBack))
+                        add(.put(id, newBack), to: &backActions)
                     }
                 }
+                if pendingBytes >= budget { try pass() }
             }
-            let sortedRowActions = ViewIndex.sortedUnique(rowActions)
-            rows = try rows.modified(by: sortedRowActions)
-            try groupChanges.note(sortedRowActions)
-            back = try back.modified(by: ViewIndex.sortedUnique(backActions))
         })
+        if !rowActions.isEmpty || !backActions.isEmpty { try pass() }
+        // The trees' new nodes are final: their writeback runs while the group aggregates are recomputed.
+        try storage.flushAppendedStartingWriteback()
         try commit(rows: rows, backIndex: back,
                    groups: try groupChanges.apply(to: current.groups, rows: rows, index: self), header: header)
         return documents
@@ -352,20 +385,51 @@ extension ViewIndex {
 
     /// Actions sorted by key; of several for one key (a row removed and emitted again) the last wins.
     static func sortedUnique(_ actions: [BTreeAction]) -> [BTreeAction] {
-        let order = actions.indices.sorted { a, b in
-            let c = compareArrays(actions[a].key, actions[b].key)
-            return c != 0 ? c < 0 : a < b
-        }
         var out: [BTreeAction] = []
         out.reserveCapacity(actions.count)
-        for i in order {
-            if let last = out.last, last.key == actions[i].key {
+        var previous = -1
+        for i in byteOrder(actions.map(\.key)) {
+            if previous >= 0, actions[previous].key == actions[i].key {
                 out[out.count - 1] = actions[i]
             } else {
                 out.append(actions[i])
             }
+            previous = i
         }
         return out
+    }
+
+    /// The indices of `keys` in ascending `memcmp` order of the keys, equal keys in index order.
+    ///
+    /// The keys are copied into one buffer and ordered by their first 8 bytes first (one integer compare), by
+    /// `memcmp` of the whole keys only when those tie: a pass's tens of thousands of keys sort without
+    /// touching each key's own array on every comparison.
+    static func byteOrder(_ keys: [[UInt8]]) -> [Int] {
+        var flat: [UInt8] = []
+        flat.reserveCapacity(keys.reduce(0) { $0 + $1.count })
+        var spans: [Range<Int>] = []
+        spans.reserveCapacity(keys.count)
+        var order: [(head: UInt64, index: Int)] = []
+        order.reserveCapacity(keys.count)
+        for (i, key) in keys.enumerated() {
+            spans.append(flat.count..<(flat.count + key.count))
+            flat.append(contentsOf: key)
+            // The first 8 key bytes, big-endian, zero-padded: ordered as the keys are when they differ.
+            var head: UInt64 = 0
+            for k in 0..<8 { head = head << 8 | UInt64(k < key.count ? key[k] : 0) }
+            order.append((head, i))
+        }
+        flat.withUnsafeBytes { bytes in
+            spans.withUnsafeBufferPointer { spans in
+                order.sort { x, y in
+                    if x.head != y.head { return x.head < y.head }
+                    let c = compareBytes(UnsafeRawBufferPointer(rebasing: bytes[spans[x.index]]),
+                                         UnsafeRawBufferPointer(rebasing: bytes[spans[y.index]]))
+                    return c != 0 ? c < 0 : x.index < y.index
+                }
+            }
+        }
+        return order.map(\.index)
     }
 }
 

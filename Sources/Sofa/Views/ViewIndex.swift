@@ -101,7 +101,9 @@ final class ViewIndex: @unchecked Sendable {
 
     let storage: StorageFile
     var path: String { storage.path }
-    let backConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
+    /// Uncompressed, like the rows tree: an incremental update looks up every changed document's entry, and
+    /// decompressing a 4 KiB leaf for one entry was a third of that lookup (FORMAT.md §10.2).
+    let backConfiguration = BTreeConfiguration(nodeSize: 4096, compress: false)
     /// The groups tree keeps entry counts only.
     let groupsConfiguration = BTreeConfiguration(nodeSize: 4096, compress: true)
     /// The reduce the stored reductions are made with; replaced when a view registers its functions again.

@@ -73,8 +73,10 @@ public struct BTree: Sendable {
 
     // MARK: - Nodes
 
-    /// The node at `offset`, from the cache or decoded from the file.
-    package func node(at offset: UInt64) throws -> Node {
+    /// The node at `offset`, from the cache or decoded from the file and then cached — unless it is a leaf and
+    /// `cachingLeaf` is false: a leaf read once (one lookup of many scattered ones, or a leaf about to be
+    /// replaced) would only push useful nodes out, at the cost of evicting them.
+    package func node(at offset: UInt64, cachingLeaf: Bool = true) throws -> Node {
         guard offset < limit else {
             throw SofaError(.corruption, "node pointer \(offset) is past the end of its commit (\(limit))",
                             path: file.path, offset: Int(clamping: offset))
@@ -86,7 +88,7 @@ public struct BTree: Sendable {
                             path: file.path, offset: Int(clamping: offset))
         }
         let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
-        file.nodeCache.insert(node, at: offset)
+        if cachingLeaf || !node.isLeaf { file.nodeCache.insert(node, at: offset) }
         return node
     }
 
@@ -94,15 +96,23 @@ public struct BTree: Sendable {
 
     /// The value stored under `key`, or `nil`.
     public func get(_ key: [UInt8]) throws -> [UInt8]? {
-        try key.withUnsafeBytes { k in try value(for: k).map { $0.withUnsafeBytes { Array($0) } } }
+        try get(key, cachingLeaf: true)
+    }
+
+    /// ``get(_:)``, keeping the leaf out of the node cache when `cachingLeaf` is false (see
+    /// ``node(at:cachingLeaf:)``).
+    package func get(_ key: [UInt8], cachingLeaf: Bool) throws -> [UInt8]? {
+        try key.withUnsafeBytes { k in
+            try value(for: k, cachingLeaf: cachingLeaf).map { $0.withUnsafeBytes { Array($0) } }
+        }
     }
 
     /// The value under `key` as a node slice (valid while the returned node lives), for callers that decode
-    /// in place.
-    package func value(for key: UnsafeRawBufferPointer) throws -> NodeSlice? {
+    /// in place; its leaf is cached unless `cachingLeaf` is false.
+    package func value(for key: UnsafeRawBufferPointer, cachingLeaf: Bool = true) throws -> NodeSlice? {
         guard var offset = root?.offset else { return nil }
         while true {
-            let node = try node(at: offset)
+            let node = try node(at: offset, cachingLeaf: cachingLeaf)
             if node.isLeaf {
                 let i = node.lowerBound(key)
                 guard i < node.count, compareBytes(node.key(i), key) == 0 else { return nil }

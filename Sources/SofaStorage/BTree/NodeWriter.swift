@@ -22,15 +22,27 @@ package enum InnerEntry {
     }
 }
 
+/// A leaf encoded, reduced and framed, waiting to be appended
+/// (``NodeWriter/prepareLeaf(_:configuration:compressor:scratch:framingInto:)``).
+package struct PreparedLeaf: Sendable {
+    /// Where the chunk as it goes into the file (prefix, then the payload, compressed when that saved space)
+    /// lies in the buffer it was framed into.
+    var framed: Range<Int>
+    var lastKey: [UInt8]
+    var rows: Int
+    var reduction: [UInt8]
+}
+
 /// Encodes nodes, appends them to the file and computes their pointers (row count, size, reduction).
 /// Shared by batch modify and bulk load, so both write byte-identical nodes.
 package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
-    /// Whether written leaves go into the node cache. Batch modify keeps them (the next query reads them); a
-    /// bulk load of millions of rows would only push the cache's useful nodes out, paying a node decode per
-    /// leaf on the single-threaded tail of an index build to do it.
+    /// Whether ``writeLeaf(_:)``'s leaves go into the node cache. A small batch modify keeps them (the next
+    /// query reads them; a large one prepares its leaves on other threads and caches none, see
+    /// ``BTree/modified(by:)``); a bulk load of millions of rows would only push the cache's useful nodes out,
+    /// paying a node decode per leaf on the single-threaded tail of an index build to do it.
     private let cachesLeaves: Bool
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
@@ -122,6 +134,39 @@ package struct NodeWriter {
         let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
                                   reduction: reduction)
         return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+    }
+
+    /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:from:)``:
+    /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
+    /// other threads (each with its own `compressor`, nil when the tree does not compress, and its own
+    /// `scratch` buffer for the payload). The framed bytes, appended to `buffer` (one buffer for several
+    /// leaves: one allocation, not one per leaf), are those ``writeLeaf(_:)`` appends.
+    package static func prepareLeaf(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
+        configuration: BTreeConfiguration, compressor: Compressor?, scratch: inout [UInt8],
+        framingInto buffer: inout [UInt8]
+    ) throws -> PreparedLeaf {
+        precondition(!entries.isEmpty)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: repeatElement(0, count: NodeWriter.leafPayloadSize(entries)))
+        var noLayout: [Node.Layout]? = nil
+        scratch.withUnsafeMutableBytes { NodeWriter.encodeLeafPayload(entries, into: $0, layout: &noLayout) }
+        let reduction = try configuration.reducer?.reduce(entries) ?? []
+        let start = buffer.count
+        let length = scratch.withUnsafeBytes {
+            Chunk.append(kind: .leaf, payload: $0, compressor: compressor, to: &buffer)
+        }
+        return PreparedLeaf(framed: start..<(start + length), lastKey: Array(entries[entries.count - 1].key),
+                            rows: entries.count, reduction: reduction)
+    }
+
+    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:scratch:framingInto:)`` framed into `buffer`
+    /// and returns its entry for the parent. The leaf is not cached (see ``BTree/modified(by:)``).
+    package mutating func write(prepared leaf: PreparedLeaf, from buffer: UnsafeRawBufferPointer) throws -> ChildEntry {
+        let (offset, length) = try file.append(framed: UnsafeRawBufferPointer(rebasing: buffer[leaf.framed]))
+        let pointer = NodePointer(offset: offset, rowCount: UInt64(leaf.rows), subtreeSize: UInt64(length),
+                                  reduction: leaf.reduction)
+        return ChildEntry(key: leaf.lastKey, pointer: pointer)
     }
 
     /// Replaces `payload` with the payload of a leaf holding `entries` and returns the leaf's reduction: the

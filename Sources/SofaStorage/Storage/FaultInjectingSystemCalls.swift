@@ -119,6 +119,11 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         try base.fdatasync(fd)
     }
 
+    /// Forwarded as it is: a hint, not a write or a sync, so no fault applies to it.
+    package func startWriteback(_ fd: Int32, offset: Int64, length: Int64) {
+        base.startWriteback(fd, offset: offset, length: length)
+    }
+
     package func ftruncate(_ fd: Int32, length: Int64) throws(SystemCallFailure) {
         try check(.ftruncate)
         try base.ftruncate(fd, length: length)

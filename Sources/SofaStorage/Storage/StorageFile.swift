@@ -430,6 +430,18 @@ public final class StorageFile: @unchecked Sendable {
         try flushPending()
     }
 
+    /// Writes the chunks appended so far to the file (as ``flushAppended()``) and, when they are more than a
+    /// one-sync commit holds and the file is durable, starts their writeback to the disk without waiting, so
+    /// that the commit's data `fdatasync` finds most of them written. For a writer with more work to do before
+    /// it commits (a view update recomputing its group aggregates). Writer only.
+    package func flushAppendedStartingWriteback() throws {
+        try flushPending()
+        let start = latestCommit.endOffset
+        let end = flushedEnd.load(ordering: .relaxed)
+        guard options.durability == .full, end > start, end - start > UInt64(StorageFile.oneSyncLimit) else { return }
+        system.startWriteback(fd, offset: Int64(start), length: Int64(end - start))
+    }
+
     /// Writes buffered chunks to the file. A failed write discards everything uncommitted, so the file can
     /// take new commits once the cause (a full disk) is gone.
     private func flushPending() throws {

@@ -1,3 +1,4 @@
+import CSofaSys
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -29,6 +30,9 @@ package protocol SystemCalls: Sendable {
     func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int
     func fsync(_ fd: Int32) throws(SystemCallFailure)
     func fdatasync(_ fd: Int32) throws(SystemCallFailure)
+    /// Starts writing back bytes [offset, offset + length) without waiting: a hint that shortens the next
+    /// `fdatasync`, never a durability guarantee (implementations that model durability ignore it).
+    func startWriteback(_ fd: Int32, offset: Int64, length: Int64)
     func ftruncate(_ fd: Int32, length: Int64) throws(SystemCallFailure)
     func fileSize(_ fd: Int32) throws(SystemCallFailure) -> Int64
     func lockExclusive(_ fd: Int32) throws(SystemCallFailure)
@@ -44,6 +48,9 @@ package protocol SystemCalls: Sendable {
 }
 
 extension SystemCalls {
+    /// Does nothing: the default for implementations without a writeback to start.
+    package func startWriteback(_ fd: Int32, offset: Int64, length: Int64) {}
+
     /// Writes all of `buffer` at `offset`, continuing after short writes.
     package func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) {
         var done = 0
@@ -113,6 +120,11 @@ package struct PosixSystemCalls: SystemCalls {
 
     package func fdatasync(_ fd: Int32) throws(SystemCallFailure) {
         if Glibc.fdatasync(fd) != 0 { throw SystemCallFailure("fdatasync", errno) }
+    }
+
+    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`; a failure is ignored (the commit's `fdatasync` reports errors).
+    package func startWriteback(_ fd: Int32, offset: Int64, length: Int64) {
+        _ = sofa_start_writeback(fd, offset, length)
     }
 
     package func ftruncate(_ fd: Int32, length: Int64) throws(SystemCallFailure) {
