@@ -27,7 +27,7 @@ final class ExternalSorter {
 
     /// A sorter spilling runs into `directory` once `budget` bytes of pairs are held, through `system` (pass
     /// the owning file's, so that fault injection reaches the runs too).
-    init(directory: String, budget: Int = 64 << 20, system: any SystemCalls = PosixSystemCalls()) {
+    init(directory: String, budget: Int = 64 << 20, system: any SystemCalls) {
         self.directory = directory
         self.budget = budget
         self.system = system

@@ -161,7 +161,7 @@ public final class View: @unchecked Sendable {
                 return s.index
             }
             try index?.close()
-            try ViewIndex.removeFile(indexPath)
+            try ViewIndex.removeFile(indexPath, system: database.system)
         }
     }
 
@@ -233,7 +233,7 @@ public final class View: @unchecked Sendable {
                 let empty = try index!.snapshot().rows.root == nil && header.lastSequence == 0
                 if !empty {
                     try index!.close()
-                    try ViewIndex.removeFile(indexPath)
+                    try ViewIndex.removeFile(indexPath, system: database.system)
                     let storage = StorageOptions(durability: database.options.durability,
                                                  nodeCacheBytes: database.options.nodeCacheBytes / 4)
                     index = try ViewIndex(path: indexPath, options: storage, reduce: reduce, system: database.system)

@@ -241,7 +241,7 @@ extension ViewIndex {
     /// its order), the rows go through an external sort and are bulk-loaded at the end.
     private func build(from snapshot: DocumentSnapshot, mapper: Mapper, header: ViewHeader) throws -> Int {
         let sorter = ExternalSorter(directory: StorageFile.directoryName(of: path),
-                                    budget: ViewIndex.sortBudget.load(ordering: .relaxed))
+                                    budget: ViewIndex.sortBudget.load(ordering: .relaxed), system: storage.system)
         let backBuilder = TreeBuilder(file: storage, configuration: backConfiguration)
         let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
             try snapshot.byID.forEach { id, entry in

@@ -163,18 +163,18 @@ final class ViewIndex: @unchecked Sendable {
 
     func close() throws { try storage.close() }
 
-    /// Removes the file at `path` (and makes the removal durable); a missing file is not an error.
-    static func removeFile(_ path: String) throws {
-        if unlink(path) != 0 && errno != ENOENT {
-            throw SofaError(.ioError, "cannot remove the view index: \(String(cString: strerror(errno)))", path: path)
+    /// Removes the file at `path` through `system`, then syncs its directory (best effort); a missing file is
+    /// not an error.
+    static func removeFile(_ path: String, system: any SystemCalls) throws {
+        do {
+            try system.unlink(path)
+        } catch where error.errno == ENOENT {
+            // Already gone.
+        } catch {
+            throw SofaError(.ioError, "cannot remove the view index: \(String(cString: strerror(error.errno)))",
+                            path: path)
         }
-        _ = StorageFile.directoryName(of: path).withCString { dir -> Int32 in
-            let fd = open(dir, O_RDONLY)
-            if fd >= 0 {
-                fsync(fd)
-                Glibc.close(fd)
-            }
-            return 0
-        }
+        // Best effort: if this sync fails, the removal becomes durable with the directory's next sync.
+        try? system.fsyncDirectory(StorageFile.directoryName(of: path))
     }
 }

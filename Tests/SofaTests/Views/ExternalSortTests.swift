@@ -48,7 +48,7 @@ import Testing
     @Test(arguments: [1 << 30, 3 << 19])  // all in memory; one run on disk and ~26k pairs left
     func finishMergesRunsAndPartsSortedInParallel(budget: Int) throws {
         let directory = FileManager.default.temporaryDirectory.path
-        let sorter = ExternalSorter(directory: directory, budget: budget)
+        let sorter = ExternalSorter(directory: directory, budget: budget, system: PosixSystemCalls())
         var rng = SeededRandom(seed: 7)
         var expected: [[UInt8]: [UInt8]] = [:]
         for i in 0..<(4 * ExternalSorter.parallelSortMinimum) {
