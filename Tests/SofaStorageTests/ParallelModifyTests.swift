@@ -87,4 +87,43 @@ import Testing
         expectSound(committed, "two passes")
         try file.close()
     }
+
+    /// RELIABILITY.md R8 for a parallel batch modify: a write failing for a full disk while leaf workers still
+    /// read the uncommitted leaves of an earlier pass (a view update of several passes) is `.diskFull` — the
+    /// file is not cut back under the workers (which would fault on the mapping) but once they are done —
+    /// and the file keeps its last commit and takes the next one.
+    @Test func diskFullWhileWorkersReadAnEarlierPass() throws {
+        let dir = TemporaryDirectory()
+        let faults = FaultInjectingSystemCalls()
+        let config = BTreeConfiguration(nodeSize: 512, compress: false, reducer: Int64SumReducer())
+        let file = try StorageFile(path: dir.file("tree"), options: StorageOptions(durability: .none), system: faults)
+        let value = [UInt8](repeating: 7, count: 100)
+        var tree = BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
+        tree = try tree.modified(by: (0..<1000).map { .put(Self.key($0), int64Value(1)) }, parallelFrom: 1)
+        try file.commit(roots: [tree.root], metadata: [])
+        let committedEnd = file.latestCommit.endOffset
+        // A first pass, not committed: ~2 MiB of leaves past the commit.
+        let first = (0..<20_000).map { BTreeAction.put(Self.key($0), value) }
+        let pass1 = try tree.modified(by: first, parallelFrom: 1)
+        // The second pass rewrites every leaf of the first; its writer flushes after 1 MiB while the workers
+        // read ahead. The preparation's own flush is the first write, that one the second.
+        faults.arm(.init(call: .pwrite, nth: 2, errno: ENOSPC))
+        let second = (0..<20_000).map { BTreeAction.put(Self.key($0), int64Value(Int64($0)) + value) }
+        var failure: SofaError?
+        do { _ = try pass1.modified(by: second, parallelFrom: 1) } catch let error as SofaError { failure = error }
+        #expect(failure?.code == .diskFull, "\(String(describing: failure))")
+        #expect(faults.failuresInjected == 1)
+        faults.arm(nil)
+        #expect(file.writtenLength == committedEnd, "the uncommitted passes were cut off once the workers were done")
+
+        let committed = BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+        #expect(committed.rowCount == 1000)
+        let retried = try committed.modified(by: second, parallelFrom: 1)
+        try file.commit(roots: [retried.root], metadata: [])
+        let after = BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+        #expect(after.rowCount == 20_000)
+        #expect(try after.rows().map(\.value) == (0..<20_000).map { int64Value(Int64($0)) + value })
+        expectSound(after, "after the full disk")
+        try file.close()
+    }
 }

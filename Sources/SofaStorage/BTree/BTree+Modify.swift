@@ -281,6 +281,7 @@ private final class LeafPreparation: @unchecked Sendable {
     /// below its written length, never the writer's buffer (leaves of an earlier, uncommitted pass are there).
     init(tree: BTree, configuration: BTreeConfiguration, actions: [BTreeAction], jobs: [LeafJob]) throws {
         try tree.file.flushAppended()
+        tree.file.beginHelperReads()
         // `configuration` is the one the new nodes are written with (whether they are compressed); reading
         // does not depend on it, each chunk carrying its own flag.
         reader = BTree(file: tree.file, root: tree.root, configuration: configuration,
@@ -364,10 +365,12 @@ private final class LeafPreparation: @unchecked Sendable {
         return jobs[next].child
     }
 
-    /// Waits until no worker reads the file any more (a failed update then cuts the file back).
+    /// Waits until no worker reads the file any more, then lets a failed write's cut happen
+    /// (``StorageFile/endHelperReads()``). Called once, when the modify returns or throws.
     func finish() {
         current?.group.wait()
         ahead?.group.wait()
+        reader.file.endHelperReads()
     }
 }
 

@@ -87,6 +87,9 @@ public final class StorageFile: @unchecked Sendable {
     /// Whether a write after the newest commit's end was attempted since that commit: a failed one may have
     /// left bytes there (in the zero tail, or past the file's end) that a discard must cut off.
     private var wroteUncommitted = false
+    /// Other threads' reads in progress (``beginHelperReads()``), and whether a failed write owes a cut.
+    private var helperReads = 0
+    private var discardOwed = false
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
@@ -442,8 +445,26 @@ public final class StorageFile: @unchecked Sendable {
         system.startWriteback(fd, offset: Int64(start), length: Int64(end - start))
     }
 
-    /// Writes buffered chunks to the file. A failed write discards everything uncommitted, so the file can
-    /// take new commits once the cause (a full disk) is gone.
+    /// Marks the start of reads by other threads below ``writtenLength`` (a parallel batch modify's leaf
+    /// workers): until the matching ``endHelperReads()``, a failed write does not cut the file back under them
+    /// (a read of the mapping past the file's end would fault); the cut is owed and made then. Writer only.
+    package func beginHelperReads() {
+        helperReads += 1
+    }
+
+    /// Ends what ``beginHelperReads()`` began, once the other threads no longer read; makes a cut a failed
+    /// write owed in the meantime. Writer only.
+    package func endHelperReads() {
+        precondition(helperReads > 0, "endHelperReads without beginHelperReads")
+        helperReads -= 1
+        if helperReads == 0 && discardOwed {
+            discardOwed = false
+            discardUncommitted()
+        }
+    }
+
+    /// Writes buffered chunks to the file. A failed write discards everything uncommitted (at once, or when
+    /// helper reads end), so the file can take new commits once the cause (a full disk) is gone.
     private func flushPending() throws {
         guard !pending.isEmpty else { return }
         try checkWritable()
@@ -452,7 +473,12 @@ public final class StorageFile: @unchecked Sendable {
         do {
             try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
         } catch {
-            discardUncommitted()
+            if helperReads > 0 {
+                pending.removeAll(keepingCapacity: false)
+                discardOwed = true
+            } else {
+                discardUncommitted()
+            }
             throw StorageFile.error(error, path: path)
         }
         if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
