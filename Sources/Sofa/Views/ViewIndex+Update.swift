@@ -153,7 +153,9 @@ extension ViewIndex {
     static let batchSize = 8192
     /// Bytes of collected changes (keys, values and ``actionOverhead`` per change) from which an incremental
     /// update applies them to the trees in one pass before going on: the changes it holds stay below this plus
-    /// one mapped chunk's (64 documents'; tests lower it to exercise several passes).
+    /// one mapped chunk's (64 documents'; tests lower it to exercise several passes). Applying a pass briefly
+    /// needs about as much again (the sort copies the keys into one buffer). Not bounded by it: the keys of
+    /// the touched groups, one per distinct group per pass, kept until the update's end.
     static let passBudget = Atomic<Int>(32 << 20)
     /// What one collected change costs beyond its key and value bytes: the action and its two arrays.
     static let actionOverhead = 96

@@ -252,12 +252,17 @@ private struct LeafJob {
 
 /// The touched leaves of one batch modify, prepared on every core (read, merged with their actions, encoded,
 /// reduced, framed) a window at a time, the next window while the writer appends the current one: memory
-/// stays at two windows of leaves whatever the batch's size.
+/// stays at two windows of jobs whatever the number of leaves touched. A job is one touched leaf with all its
+/// actions, so a batch whose actions mostly fall in one leaf (appends at the end of the key range) is one
+/// large job, prepared by one thread.
 private final class LeafPreparation: @unchecked Sendable {
     /// Leaves per window.
     static let window = 256
     /// Leaves one worker task prepares at a time (with one compressor, when the tree compresses).
     static let perTask = 8
+    /// Where windows are prepared: a queue of its own, so that a writer waiting for a window never waits for
+    /// threads of the global pool its caller (a view update's mapping, an app's own work) may be holding.
+    private static let queue = DispatchQueue(label: "sofa.leaf-preparation", attributes: .concurrent)
 
     /// One window being prepared: per leaf, its replacement leaves (none when it became empty), and per task
     /// the buffer its leaves are framed into.
@@ -300,7 +305,7 @@ private final class LeafPreparation: @unchecked Sendable {
         window.results = Array(repeating: .success([]), count: range.count)
         let tasks = (range.count + LeafPreparation.perTask - 1) / LeafPreparation.perTask
         window.framed = Array(repeating: [], count: tasks)
-        DispatchQueue.global().async(group: window.group) { [self] in
+        LeafPreparation.queue.async(group: window.group) { [self] in
             window.results.withUnsafeMutableBufferPointer { results in
                 window.framed.withUnsafeMutableBufferPointer { framed in
                     let out = UnsafeSendableResults(results: results, framed: framed)
