@@ -15,7 +15,11 @@ import Testing
     /// The hardware and table paths agree on every length and alignment (the hardware's three-stream stretches
     /// included), and chaining equals one pass.
     @Test func pathsAgree() {
-        var rng = SystemRandomNumberGenerator()
+        #if arch(x86_64)
+        // Every x86-64 machine this runs on has SSE4.2; without it the test would compare the table with itself.
+        #expect(sofa_crc32c_hardware() == 1)
+        #endif
+        var rng = SeededGenerator(seed: 0x5EED_C3C)
         let bytes = (0..<20_009).map { _ in UInt8.random(in: 0...255, using: &rng) }
         bytes.withUnsafeBytes { all in
             for start in 0..<9 {

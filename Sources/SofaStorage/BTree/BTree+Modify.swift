@@ -158,6 +158,8 @@ extension BTree {
         defer { file.nodeCache.remove(at: offset) }
         if height == 0, let prepared { return try prepared.write(leafAt: offset, nodes: &nodes) }
         let node = try node(at: offset)
+        // Every leaf lies at the height the first path down gave (as the parallel path requires too).
+        guard node.isLeaf == (height == 0) else { throw misplacedLeaf(at: offset) }
         if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
         // Untouched children are kept as references into `node`: their entries are copied byte for byte.
         var children: [InnerEntry] = []

@@ -30,8 +30,9 @@ package protocol SystemCalls: Sendable {
     func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int
     func fsync(_ fd: Int32) throws(SystemCallFailure)
     func fdatasync(_ fd: Int32) throws(SystemCallFailure)
-    /// Starts writing back bytes [offset, offset + length) without waiting: a hint that shortens the next
-    /// `fdatasync`, never a durability guarantee (implementations that model durability ignore it).
+    /// Starts writing back bytes [offset, offset + length) without waiting for the writeback to complete (the
+    /// call itself may block on a congested disk queue): a hint that shortens the next `fdatasync`, never a
+    /// durability guarantee (implementations that model durability ignore it).
     func startWriteback(_ fd: Int32, offset: Int64, length: Int64)
     func ftruncate(_ fd: Int32, length: Int64) throws(SystemCallFailure)
     func fileSize(_ fd: Int32) throws(SystemCallFailure) -> Int64
