@@ -30,8 +30,9 @@ import SofaTestSupport
         var model: [[UInt8]: [UInt8]] = [:]
         var modeled = 0
         for kill in 1...kills {
-            let log = try runAndKillCrashWorker(worker, ["tree", path, String(seed)],
-                                                afterMicroseconds: UInt32.random(in: 2_000...40_000, using: &rng))
+            let run = try runAndKill(executable: worker, arguments: ["tree", path, String(seed)],
+                                     delay: UInt32.random(in: 2_000...40_000, using: &rng))
+            let log = CrashWorkerLog(output: run.output)
             let (lastBegin, lastAck) = (log.lastBegin ?? 0, log.lastAck ?? 0)
             guard FileManager.default.fileExists(atPath: path) else { continue }  // killed before creating it
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))

@@ -129,4 +129,52 @@ import Testing
         #expect(t.rowCount == 200)
         expectSound(t)
     }
+
+    /// A short-write fault writes the first bytes through and then fails, as a disk filling up mid-write does.
+    @Test func shortWriteFaultWritesItsFirstBytesThenFails() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("raw")
+        let calls = FaultInjectingSystemCalls()
+        let fd = try calls.open(path, flags: O_RDWR | O_CREAT, mode: 0o644)
+        defer { try? calls.close(fd) }
+        let bytes = (0..<4096).map { UInt8(truncatingIfNeeded: $0 % 251 + 1) }
+        calls.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC, shortWrite: 1000))
+        #expect { try bytes.withUnsafeBytes { try calls.pwriteAll(fd, $0, at: 0) } } throws: {
+            ($0 as? SystemCallFailure)?.errno == ENOSPC
+        }
+        #expect(readFile(path) == Array(bytes[..<1000]))
+    }
+
+    /// R8: a one-sync commit whose single `pwrite` (data and header) lands partly in the zero tail before the disk
+    /// fills up: `.diskFull`, and although the file never grew past what was committed, the bytes that landed
+    /// are cut off with the tail (the file ends at the newest commit again, so the next one-sync commit writes
+    /// where the disk holds nothing, FORMAT.md §6); the next commit succeeds and every acknowledged commit reopens.
+    @Test func shortWriteOfAOneSyncCommitIsCutOffAndCommitsResume() throws {
+        let seed: UInt64 = 29
+        let dir = TemporaryDirectory()
+        let (path, end) = try RecoveryTests.buildWithZeroTail(dir, seed: seed, commits: 3)
+        let allocated = readFile(path).count
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: calls)
+        let config = CrashWorkload.configuration
+        let failing = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+            .modified(by: CrashWorkload.batch(seed: seed, commit: 4))
+        // 1000 bytes of the commit land, all inside the zero tail; then the disk is full.
+        #expect(allocated - end > 1000, "the file has no zero tail for the commit to land in")
+        calls.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC, shortWrite: 1000))
+        #expect { try file.commit(roots: [failing.root], metadata: CrashWorkload.metadata(commit: 4)) } throws: {
+            ($0 as? SofaError)?.code == .diskFull
+        }
+        #expect(calls.failuresInjected == 1 && calls.count(.pwrite) == 1, "the commit was not one pwrite")
+        #expect(readFile(path).count == end, "the partly written commit was left in the zero tail")
+        #expect(file.latestCommit.endOffset == UInt64(end))
+
+        calls.arm(nil)  // space freed
+        let retry = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+            .modified(by: CrashWorkload.batch(seed: seed, commit: 4))
+        let header = try file.commit(roots: [retry.root], metadata: CrashWorkload.metadata(commit: 4))
+        #expect(header.dataCheck?.start == UInt64(end), "the retry was not a one-sync commit after the newest")
+        try file.close()
+        try RecoveryTests.expectCommit(path, seed: seed, expected: 4, "after a short write")
+    }
 }

@@ -222,6 +222,61 @@ import Testing
         try Self.expectCommit(path, seed: 17, expected: 7, "commit into the zero tail")
     }
 
+    /// The longest zero tail a writer leaves, a full preallocation step up to a 4 KiB boundary (1 MiB + 4095
+    /// bytes), is looked back through in a bounded number of block reads: the open finds the newest commit at
+    /// the end (a writable open keeps the tail as clean, which it would cut after a search).
+    @Test func fullSizeZeroTailOpensAtTheNewestCommit() throws {
+        let dir = TemporaryDirectory()
+        let (path, end) = try Self.buildWithZeroTail(dir, seed: 31, commits: 4)
+        let tail = StorageFile.preallocationStep + 4095
+        writeFile(path, Array(readFile(path)[..<end]) + [UInt8](repeating: 0, count: tail))
+        let calls = FaultInjectingSystemCalls()
+        let readOnly = try StorageFile(path: path, options: StorageOptions(readOnly: true), system: calls)
+        #expect(readOnly.latestCommit.endOffset == UInt64(end))
+        // The file header, the last 16 bytes, 17 blocks back to the commit, then its trailer, header and data.
+        let blocks = (tail + Recovery.zeroTailBlock - 1) / Recovery.zeroTailBlock
+        #expect(blocks == 17)
+        #expect(calls.count(.pread) <= 5 + blocks, "\(calls.count(.pread)) reads to look back through the tail")
+        try readOnly.close()
+        try Self.expectCommit(path, seed: 31, expected: 4, "full-size zero tail")
+
+        let file = try StorageFile(path: path)
+        #expect(readFile(path).count == end + tail, "a writable open took the full-size zero tail for torn")
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            .modified(by: CrashWorkload.batch(seed: 31, commit: 5))
+        let next = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 5))
+        #expect(next.dataCheck?.start == UInt64(end))
+        try file.close()
+        try Self.expectCommit(path, seed: 31, expected: 5, "commit into the full-size zero tail")
+    }
+
+    /// A zero run longer than any zero tail (longer than the look-back, one preallocation step plus a block, as
+    /// an extended file or a filesystem's hole leaves) is not looked through: opening gives up after the
+    /// look-back, searches backward, still finds the newest commit, and a writable open cuts the zeros off.
+    @Test func zeroRunLongerThanTheLookBackFallsBackToTheSearch() throws {
+        let dir = TemporaryDirectory()
+        let (path, end) = try Self.buildWithZeroTail(dir, seed: 37, commits: 4)
+        let lookBack = StorageFile.preallocationStep + Recovery.zeroTailBlock
+        let run = lookBack + 4 * Recovery.zeroTailBlock
+        writeFile(path, Array(readFile(path)[..<end]) + [UInt8](repeating: 0, count: run))
+        let calls = FaultInjectingSystemCalls()
+        let readOnly = try StorageFile(path: path, options: StorageOptions(readOnly: true), system: calls)
+        #expect(readOnly.latestCommit.endOffset == UInt64(end))
+        // The search reads through the mapping: the reads stop at the look-back, before the commit.
+        let blocks = lookBack / Recovery.zeroTailBlock
+        #expect(calls.count(.pread) <= 2 + blocks, "\(calls.count(.pread)) reads: the look-back went past its limit")
+        try readOnly.close()
+        try Self.expectCommit(path, seed: 37, expected: 4, "zero run past the look-back")
+
+        let file = try StorageFile(path: path)
+        #expect(readFile(path).count == end, "a writable open kept a zero run longer than a zero tail")
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            .modified(by: CrashWorkload.batch(seed: 37, commit: 5))
+        try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 5))
+        try file.close()
+        try Self.expectCommit(path, seed: 37, expected: 5, "committed after the cut")
+    }
+
     /// Bytes in the zero tail (a crash while a commit was being written into it; a stale copy of the newest
     /// header and trailer) are ignored: opening finds the newest commit before them, a writable open cuts them
     /// off, and commits go on.

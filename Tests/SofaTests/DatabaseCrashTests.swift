@@ -139,8 +139,9 @@ import SofaTestSupport
         var killedIn: [DatabaseCrashWorkload.Kind: Int] = [:]
         for kill in 1...kills {
             // Long enough for the worker to open the database and run some steps; sometimes it dies opening.
-            let log = try runAndKillCrashWorker(worker, ["database", path, String(seed)],
-                                                afterMicroseconds: UInt32.random(in: 5_000...120_000, using: &random))
+            let run = try runAndKill(executable: worker, arguments: ["database", path, String(seed)],
+                                     delay: UInt32.random(in: 5_000...120_000, using: &random))
+            let log = CrashWorkerLog(output: run.output)
             // A worker killed before its first step has begun and acknowledged nothing past the last recovery.
             let (lastBegin, lastAck) = (log.lastBegin ?? model.steps, log.lastAck ?? model.steps)
             guard FileManager.default.fileExists(atPath: path + "/docs") else { continue }  // killed creating it

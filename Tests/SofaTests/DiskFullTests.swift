@@ -103,9 +103,10 @@ import Testing
     }
 
     /// ENOSPC injected at the 1st, 2nd, … write of a batch's commit (its data and commit header, one write for
-    /// this one-sync commit, then with durability `.full` its zero tail), for both durabilities: the batch fails with `.diskFull` and nothing of it is visible, and the same handle
-    /// takes the batch again once space is back — a header that did not fit is never a valid commit, so even a
-    /// failed header write is cut off rather than making the handle refuse writes (RELIABILITY.md contract 8).
+    /// this one-sync commit, then with durability `.full` its zero tail), for both durabilities: the batch fails
+    /// with `.diskFull` and nothing of it is visible, and the same handle takes the batch again once space is
+    /// back — a header that did not fit is never a valid commit, so even a failed header write is cut off
+    /// rather than making the handle refuse writes (RELIABILITY.md contract 8).
     @Test func injectedDiskFullAtEveryWriteOfABatchCommit() throws {
         let dir = TemporaryDatabaseDirectory("sofa-enospc")
         var retries = 0

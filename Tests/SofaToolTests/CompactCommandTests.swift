@@ -57,10 +57,10 @@ import Testing
         let path = try Self.updatedDatabase(dir, count: 20000)
         let dumpBefore = try Tool.run(["dump", path, "--json"]).output
         var killedMidway = 0
-        let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
+        let delays: [UInt32] = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
         for delay in delays {
             let original = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
-            let killed = try Tool.runAndKill(["compact", path], afterMicroseconds: delay)
+            let killed = try runAndKill(executable: Tool.sofa, arguments: ["compact", path], delay: delay).killed
             let current = try Data(contentsOf: URL(fileURLWithPath: path + "/docs"))
             if killed {
                 // Killed: either before the rename (the original, byte for byte) or after (a complete new file).
@@ -176,10 +176,11 @@ import Testing
         let file = path + "/views/byName"
         let rowsBefore = try Tool.run(["dump", path, "--view", "byName", "--json"]).output
         var killedMidway = 0
-        let delays = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
+        let delays: [UInt32] = [2_000, 10_000, 30_000, 60_000, 120_000, 400_000, 1_500_000]
         for delay in delays {
             let original = try Data(contentsOf: URL(fileURLWithPath: file))
-            let killed = try Tool.runAndKill(["compact", path, "--view", "byName"], afterMicroseconds: delay)
+            let killed = try runAndKill(executable: Tool.sofa, arguments: ["compact", path, "--view", "byName"],
+                                        delay: delay).killed
             let current = try Data(contentsOf: URL(fileURLWithPath: file))
             if killed && current == original { killedMidway += 1 }
             // The next writable open (load of nothing) removes any temporary file.

@@ -31,21 +31,6 @@ enum Tool {
         try runProgram(sofa, arguments, input: input)
     }
 
-    /// Starts `sofa arguments…` with its output discarded and kills it with SIGKILL after `delay` microseconds.
-    /// Returns true when the signal ended it, false when it had exited by itself before.
-    static func runAndKill(_ arguments: [String], afterMicroseconds delay: Int) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: sofa)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        usleep(useconds_t(delay))
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal
-    }
-
     /// Runs `program arguments…`, feeding `input` on standard input when given.
     static func runProgram(_ program: String, _ arguments: [String], input: String? = nil) throws -> Result {
         let process = Process()

@@ -31,12 +31,16 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         package var persistent: Bool
         /// The error reported.
         package var errno: Int32
+        /// For a failing `pwrite`: how many of its first bytes reach the file before the error, as when a disk
+        /// fills up in the middle of a write. Zero writes nothing.
+        package var shortWrite: Int
 
-        package init(call: Call?, nth: Int, persistent: Bool = false, errno: Int32 = EIO) {
+        package init(call: Call?, nth: Int, persistent: Bool = false, errno: Int32 = EIO, shortWrite: Int = 0) {
             self.call = call
             self.nth = nth
             self.persistent = persistent
             self.errno = errno
+            self.shortWrite = shortWrite
         }
     }
 
@@ -72,8 +76,9 @@ package final class FaultInjectingSystemCalls: SystemCalls {
     /// How many calls the armed fault has failed.
     package var failuresInjected: Int { state.withLock { $0.fired } }
 
-    private func check(_ call: Call) throws(SystemCallFailure) {
-        let failure: Int32? = state.withLock { s in
+    /// Counts a call of `call`; returns the armed fault if it fails this call.
+    private func fired(_ call: Call) -> Fault? {
+        state.withLock { s in
             s.counts[call, default: 0] += 1
             guard let f = s.fault else { return nil }
             let matches = f.call.map { $0 == call } ?? call.isWriteOrSync
@@ -81,9 +86,12 @@ package final class FaultInjectingSystemCalls: SystemCalls {
             s.seen += 1
             guard s.seen == f.nth || (f.persistent && s.seen > f.nth) else { return nil }
             s.fired += 1
-            return f.errno
+            return f
         }
-        if let failure { throw SystemCallFailure(call.rawValue, failure) }
+    }
+
+    private func check(_ call: Call) throws(SystemCallFailure) {
+        if let fault = fired(call) { throw SystemCallFailure(call.rawValue, fault.errno) }
     }
 
     package func open(_ path: String, flags: Int32, mode: mode_t) throws(SystemCallFailure) -> Int32 {
@@ -105,7 +113,11 @@ package final class FaultInjectingSystemCalls: SystemCalls {
     }
 
     package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
-        try check(.pwrite)
+        if let fault = fired(.pwrite) {
+            let part = min(fault.shortWrite, buffer.count)
+            if part > 0 { try base.pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<part]), at: offset) }
+            throw SystemCallFailure(Call.pwrite.rawValue, fault.errno)
+        }
         return try base.pwrite(fd, buffer, at: offset)
     }
 

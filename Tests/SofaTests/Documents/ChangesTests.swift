@@ -73,4 +73,68 @@ import Testing
         try db.close()
         #expect(await consumer.value == [1, 6])
     }
+
+    /// Commits with nobody listening are delivered to nobody later: a listener and a stream added afterwards
+    /// each get exactly one batch for the next commit, starting at its first sequence; a listener added inside
+    /// another listener's callback gets the batch of the commit after.
+    @Test func listenersAddedAfterUnheardCommitsGetOnlyTheNextCommit() async throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1], id: "a")
+        try db.inBatch { for i in 0..<3 { try db.put(["n": 1], id: "b\(i)") } }
+        let heard = Mutex<[UInt64]>([])
+        let heardByNested = Mutex<[UInt64]>([])
+        let nestedAdded = Mutex(false)
+        db.addChangeListener { batch in
+            heard.withLock { $0.append(batch.firstSequence) }
+            let isFirst = nestedAdded.withLock { added in
+                defer { added = true }
+                return !added
+            }
+            if isFirst { db.addChangeListener { b in heardByNested.withLock { $0.append(b.firstSequence) } } }
+        }
+        let stream = db.changeBatches()
+        let consumer = Task {
+            var firsts: [UInt64] = []
+            for await batch in stream { firsts.append(batch.firstSequence) }
+            return firsts
+        }
+        try db.inBatch {
+            try db.put(["n": 2], id: "c")
+            try db.put(["n": 2], id: "d")
+        }
+        #expect(heard.withLock { $0 } == [5])
+        #expect(heardByNested.withLock { $0 }.isEmpty, "a listener added during a delivery got that batch")
+        try db.put(["n": 3], id: "e")
+        #expect(heard.withLock { $0 } == [5, 7])
+        #expect(heardByNested.withLock { $0 } == [7])
+        expectSound(db)
+        try db.close()
+        #expect(await consumer.value == [5, 7])
+    }
+
+    /// The notifier drops a batch queued while nobody listens, rather than keeping it for whoever registers
+    /// next: a listener added after it and drained gets nothing, then exactly the next batch.
+    @Test func notifierDropsABatchQueuedWithNobodyListening() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        let captured = Mutex<[ChangeBatch]>([])
+        db.addChangeListener { batch in captured.withLock { $0.append(batch) } }
+        try db.put(["n": 1], id: "a")
+        try db.put(["n": 1], id: "b")
+        let batches = captured.withLock { $0 }
+        try #require(batches.count == 2)
+
+        let notifier = ChangeNotifier()
+        notifier.enqueue(batches[0])
+        let received = Mutex<[UInt64]>([])
+        _ = notifier.addListener { batch in received.withLock { $0.append(batch.firstSequence) } }
+        notifier.drain()
+        #expect(received.withLock { $0 }.isEmpty, "a batch queued with nobody listening was delivered later")
+        notifier.enqueue(batches[1])
+        notifier.drain()
+        #expect(received.withLock { $0 } == [2])
+        expectSound(db)
+        try db.close()
+    }
 }

@@ -49,14 +49,20 @@ import Testing
                 try snapshot.storage.readChunk(at: tree.root!.offset, kind: nil, limit: tree.limit).isOwned
             }
         }
-        func body(_ i: Int) -> JSON { ["title": .string("Track \(i)"), "genre": "Jazz", "duration": .number(Double(i))] }
+        func body(_ i: Int) -> JSON {
+            ["title": .string("Track \(i)"), "genre": "Jazz", "duration": .number(Double(i))]
+        }
         try db.inBatch { for i in 0..<500 { try db.put(body(i), id: "doc-\(1000 + i)") } }
         #expect(try rootsCompressed() == [true, true])
         try db.put(body(500), id: "doc-1500")
         #expect(try rootsCompressed() == [false, false])
-        try db.inBatch { for i in 501...(501 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") } }
+        try db.inBatch {
+            for i in 501...(501 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") }
+        }
         #expect(try rootsCompressed() == [true, true])
-        try db.inBatch { for i in 600..<(600 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") } }
+        try db.inBatch {
+            for i in 600..<(600 + WriteBatch.rawFlushLimit) { try db.put(body(i), id: "doc-\(1000 + i)") }
+        }
         #expect(try rootsCompressed() == [false, false])
         expectSound(db)
         try db.close()
@@ -66,14 +72,6 @@ import Testing
         }
         #expect(db.documentCount == 502 + 2 * WriteBatch.rawFlushLimit)
         expectSound(db)
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        let format = try String(contentsOf: root.appendingPathComponent("FORMAT.md"), encoding: .utf8)
-        #expect(format.contains("written by a flush of at most \(WriteBatch.rawFlushLimit) documents"))
-        // The node sizes §10.1.1 and §10.1.2 give.
-        let byID = db.documents.byIDConfiguration, bySequence = db.documents.bySequenceConfiguration
-        #expect(format.contains("leaves filled to \(byID.nodeSize) bytes uncompressed, inner nodes to \(byID.innerNodeSize)"))
-        #expect(format.contains("leaves \(bySequence.nodeSize) bytes uncompressed, inner nodes \(bySequence.innerNodeSize)"))
     }
 
     @Test func equalEditsMakeEqualRevisionsAcrossDatabases() throws {

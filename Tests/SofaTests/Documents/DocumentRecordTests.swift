@@ -66,7 +66,9 @@ import Testing
         }
     }
 
-    /// The flag bits FORMAT.md names are the ones the code writes.
+    /// The flag bits and limits FORMAT.md names are the ones the code writes and reads: the document flags and
+    /// the binary-digest bit by their constants, the others (private to the record) by the bytes the encoder
+    /// writes and the values both decoders refuse.
     @Test func flagBitsMatchTheFormatDocument() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()
@@ -77,5 +79,64 @@ import Testing
                               "bits 4–5 body kind (0 none, 1 inline, 2 chunk; 3 is invalid); bits 6–7 zero |"))
         #expect(DocumentRecord.flagDeleted == 1 << 0 && DocumentRecord.flagConflicted == 1 << 1)
         #expect(DocumentRecord.revBinaryDigest == 1 << 2)
+        #expect(text.contains("| generation | `varint`, ≥ 1 and < 10^19 (a revision ID's generation has at most 19 " +
+                              "decimal digits; a reader treats a larger value as corruption) |"))
+
+        // Revision flags as written: bit 1 leaf, bit 3 has parent, bits 4–5 body kind, bit 0 deleted.
+        let parentID = try #require(RevisionID("1-" + Self.hex))
+        let childID = try #require(RevisionID("2-" + Self.hex))
+        func revisionFlags(_ revisions: [RevisionTree.Revision]) -> UInt8 {
+            // Sequence 1 and a revision count below 128 are one byte each: the first revision's flags are byte 3.
+            DocumentRecord(sequence: 1, tree: RevisionTree(revisions: revisions)).encoded()[3]
+        }
+        let binary: UInt8 = 1 << 2
+        let leaf = RevisionTree.Revision(id: parentID, parent: nil, deleted: false, isLeaf: true, body: .empty)
+        #expect(revisionFlags([leaf]) == 1 << 1 | binary, "leaf, body kind 0 (none)")
+        var deleted = leaf
+        deleted.deleted = true
+        #expect(revisionFlags([deleted]) == 1 << 0 | 1 << 1 | binary, "deleted leaf")
+        var inline = leaf
+        inline.body = .inline([0x7B, 0x7D])
+        #expect(revisionFlags([inline]) == 1 << 4 | 1 << 1 | binary, "body kind 1 (inline) at bit 4")
+        let parent = RevisionTree.Revision(id: parentID, parent: nil, deleted: false, isLeaf: false, body: .empty)
+        let child = RevisionTree.Revision(id: childID, parent: 1, deleted: false, isLeaf: true,
+                                          body: .chunk(offset: 300))
+        #expect(revisionFlags([child, parent]) == 2 << 4 | 1 << 3 | 1 << 1 | binary,
+                "body kind 2 (chunk) at bit 4, has parent")
+
+        // Read back: bits 6–7 and body kind 3 are damage, for both decoders.
+        let good = DocumentRecord(sequence: 1, tree: RevisionTree(revisions: [inline])).encoded()
+        for flags: UInt8 in [1 << 6, 1 << 7, 3 << 4 | 1 << 1 | binary] {
+            var bad = good
+            bad[3] = good[3] & 0x0F | flags
+            expectBothDecodersFail(bad, "revision flags \(bad[3])")
+        }
+
+        // Generations are below 10^19: the largest round-trips through both decoders, the limit is damage.
+        let largest = RevisionID(generation: 9_999_999_999_999_999_999, digest: parentID.digest)
+        var oldest = leaf
+        oldest.id = largest
+        let record = DocumentRecord(sequence: 1, tree: RevisionTree(revisions: [oldest]))
+        try record.encoded().withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
+            #expect(try DocumentRecord(decoding: bytes, path: "test") == record)
+            var range: Range<Int>?
+            #expect(try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range).tree.winner.id == largest)
+        }
+        oldest.id = RevisionID(generation: 10_000_000_000_000_000_000, digest: parentID.digest)
+        expectBothDecodersFail(DocumentRecord(sequence: 1, tree: RevisionTree(revisions: [oldest])).encoded(),
+                               "generation 10^19")
+    }
+
+    /// Both decoders (the general one and the one-revision fast path) report `bytes` as corruption.
+    private func expectBothDecodersFail(_ bytes: [UInt8], _ context: String) {
+        bytes.withUnsafeBytes { raw in
+            expectSofaError(.corruption, "\(context), general decoder") {
+                try DocumentRecord(decoding: raw, path: "test")
+            }
+            var range: Range<Int>?
+            expectSofaError(.corruption, "\(context), one revision read") {
+                try DocumentRecord(decoding: raw, path: "test", bodyOf: nil, at: &range)
+            }
+        }
     }
 }
