@@ -49,6 +49,7 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         var fault: Fault?
         var seen = 0
         var fired = 0
+        var writebacks = 0
     }
 
     private let base = PosixSystemCalls()
@@ -131,10 +132,15 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         try base.fdatasync(fd)
     }
 
-    /// Forwarded as it is: a hint, not a write or a sync, so no fault applies to it.
+    /// Forwarded as it is: a hint, not a write or a sync, so no fault applies to it; counted in
+    /// ``writebacksStarted``.
     package func startWriteback(_ fd: Int32, offset: Int64, length: Int64) {
+        state.withLock { $0.writebacks += 1 }
         base.startWriteback(fd, offset: offset, length: length)
     }
+
+    /// How many ``startWriteback(_:offset:length:)`` hints were given so far.
+    package var writebacksStarted: Int { state.withLock { $0.writebacks } }
 
     package func ftruncate(_ fd: Int32, length: Int64) throws(SystemCallFailure) {
         try check(.ftruncate)

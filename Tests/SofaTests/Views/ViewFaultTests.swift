@@ -314,4 +314,45 @@ import Testing
         expectSound(db)
         try db.close()
     }
+
+    /// The writeback hint of an incremental update (`startWriteback`, before the group recompute) is given
+    /// once for a durable update whose new nodes exceed a one-sync commit, and never for a small one or
+    /// without durability; the index is right either way (the hint carries no durability of its own).
+    @Test(arguments: [true, false])
+    func updateHintsWritebackOnlyWhenDurableAndLarge(durable: Bool) throws {
+        let dir = TemporaryDatabaseDirectory("sofa-writeback")
+        let faults = FaultInjectingSystemCalls()
+        let options = DatabaseOptions(durability: durable ? .full : .none)
+        let db = try Database(path: dir.database(), options: options, system: faults)
+        try db.inBatch {
+            for i in 0..<20_000 {
+                try db.put(["n": .number(Double(i)), "pad": .string(String(repeating: "x", count: 40))], id: "d\(i)")
+            }
+        }
+        let view = db.view(named: "n")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? .null, doc["pad"]) }, reduce: .count)
+        try view.updateIndex()
+
+        // Small: one document changed.
+        var before = faults.writebacksStarted
+        let first = try #require(try db.document(id: "d0"))
+        try db.put(["n": -1, "pad": "y"], id: "d0", rev: first.revisionID)
+        try view.updateIndex()
+        #expect(faults.writebacksStarted == before, "a small update gives no hint")
+
+        // Large: a fifth of the documents changed, far more than 64 KiB of new rows.
+        before = faults.writebacksStarted
+        try db.inBatch {
+            for i in stride(from: 1, to: 20_000, by: 5) {
+                let rev = try db.document(id: "d\(i)")?.revisionID
+                try db.put(["n": .number(Double(-i)), "pad": .string(String(repeating: "z", count: 40))], id: "d\(i)",
+                           rev: rev)
+            }
+        }
+        try view.updateIndex()
+        #expect(faults.writebacksStarted == before + (durable ? 1 : 0))
+        #expect(try view.createQuery().run().first?.value == .number(20_000))
+        expectSound(db)
+        try db.close()
+    }
 }
