@@ -54,15 +54,7 @@ import Testing
         for flags: UInt8 in [0x36, 0x56, 0x96] {
             var bad = good
             bad[3] = flags
-            bad.withUnsafeBytes { bytes in
-                expectSofaError(.corruption, "revision flags \(flags)") {
-                    try DocumentRecord(decoding: bytes, path: "test")
-                }
-                var range: Range<Int>?
-                expectSofaError(.corruption, "revision flags \(flags), one revision read") {
-                    try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range)
-                }
-            }
+            expectBothDecodersFail(bad, "revision flags \(flags)")
         }
     }
 
