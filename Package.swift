@@ -6,6 +6,7 @@
 //   CLZ4, CICU     system libraries (liblz4, ICU), found with pkg-config
 //   CSofaICU       C wrapper around ICU's collator; its header has no ICU types (see TOOLCHAIN notes in README)
 //   CSofaCRC       CRC32C (hardware instruction when present, table otherwise)
+//   CSofaSys       Linux calls Glibc does not export to Swift (sync_file_range: a writeback hint)
 //   SofaStorage    the append-only file and the copy-on-write B+tree
 //   Sofa           JSON, collation, documents, views, queries and the public API
 //   sofa           the command-line tool (tools/sofa)
