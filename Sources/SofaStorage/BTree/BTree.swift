@@ -314,7 +314,7 @@ public struct BTree: Sendable {
     }
 }
 
-/// One entry of a node, kept alive with its node.
+/// One leaf entry's value, kept alive with its leaf (a decoded node, or the payload a lookup searched in place).
 package struct NodeSlice {
     /// What keeps the value's bytes alive: the leaf node, or the leaf's payload when it was searched without
     /// being decoded (``BTree/value(for:cachingLeaf:)`` with `cachingLeaf` false).
@@ -323,12 +323,14 @@ package struct NodeSlice {
     /// The entry's index in its leaf; only meaningful for a slice of a decoded leaf (``node``).
     package let index: Int
 
+    /// Entry `index` of the decoded leaf `node`.
     package init(node: Node, index: Int) {
         owner = node
         value = node.value(index)
         self.index = index
     }
 
+    /// A value found in the undecoded leaf `payload` (``LeafLookup``); `value` points into it.
     init(payload: ChunkPayload, value: UnsafeRawBufferPointer) {
         owner = payload
         self.value = value
@@ -342,6 +344,7 @@ package struct NodeSlice {
         return node
     }
 
+    /// Calls `body` with the value's bytes, valid during the call.
     package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(owner) { try body(value) }
     }
