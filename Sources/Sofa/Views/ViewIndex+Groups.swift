@@ -154,13 +154,12 @@ extension ViewIndex {
     static let aggregateQueries = Atomic<Int>(0)
 
     /// The groups-tree value of the group with `prefix` at `level`, computed over `rows`: an O(log n) range
-    /// reduce and a lookup of its first row. Nil when the group has no row.
+    /// reduce that also picks up its first row (from the leaf on the range's lower edge). Nil when the group
+    /// has no row.
     static func groupValue(rows: BTree, level: UInt8, prefix: [UInt8]) throws -> [UInt8]? {
-        let range = GroupAggregate.rowRange(prefix)
-        let reduction = try rows.reduce(in: range)
+        let (reduction, first) = try rows.reduceAndFirstEntry(in: GroupAggregate.rowRange(prefix))
         guard reduction.rowCount > 0 else { return nil }
-        // The group has rows, so the first row at or after its prefix is its first row.
-        guard let first = try prefix.withUnsafeBytes({ try rows.firstEntry(atOrAfter: $0) }) else {
+        guard let first else {
             throw SofaError(.corruption, "a group with \(reduction.rowCount) rows has no first row")
         }
         let packedKey = try first.withUnsafeBytes { try GroupAggregate.packedGroupKey($0, level: level) }

@@ -29,6 +29,30 @@ extension BTree {
         try reduce(in: range, countOnly: false)
     }
 
+    /// ``reduce(in:)`` and the first row of `range` (nil when the range is empty). The first row is taken from
+    /// the leaf the reduce reads on the range's lower edge when it has rows of the range, as it nearly always
+    /// does; only when the range begins with whole subtrees whose leaves the reduce does not read is it found
+    /// by one more descent.
+    package func reduceAndFirstEntry(in range: KeyRange) throws -> (reduction: Reduction, first: NodeSlice?) {
+        guard let root, !range.isEmpty else { return (Reduction(rowCount: 0, value: []), nil) }
+        var parts = Parts(reducer: configuration.reducer)
+        if range.lower == nil && range.upper == nil {
+            parts.addSubtree(root.rowCount, root.reduction)
+        } else {
+            try accumulate(root.offset, low: nil, range: range, into: &parts)
+        }
+        let reduction = try parts.finish()
+        guard reduction.rowCount > 0 else { return (reduction, nil) }
+        if let first = parts.first { return (reduction, first) }
+        // The range's first row lies in a subtree wholly inside it: descend to it.
+        var first: NodeSlice?
+        try forEachEntry(in: range) { leaf, i in
+            first = NodeSlice(node: leaf, index: i)
+            return false
+        }
+        return (reduction, first)
+    }
+
     private func reduce(in range: KeyRange, countOnly: Bool) throws -> Reduction {
         guard let root, !range.isEmpty else { return Reduction(rowCount: 0, value: []) }
         var parts = Parts(reducer: countOnly ? nil : configuration.reducer)
@@ -46,6 +70,7 @@ extension BTree {
         if node.isLeaf {
             let span = leafSpan(node, range)
             if !span.isEmpty {
+                if parts.rows == 0 { parts.first = NodeSlice(node: node, index: span.lowerBound) }
                 try parts.addRows(span.map { (node.key($0), node.value($0)) })
             }
             return
@@ -144,6 +169,9 @@ private struct Parts {
     let reducer: (any Reducer)?
     var rows: UInt64 = 0
     var reductions: [[UInt8]] = []
+    /// The first row added, when it came from a leaf rather than a stored subtree
+    /// (``BTree/reduceAndFirstEntry(in:)``).
+    var first: NodeSlice?
 
     init(reducer: (any Reducer)?) { self.reducer = reducer }
 

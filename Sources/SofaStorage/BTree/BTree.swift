@@ -82,14 +82,25 @@ public struct BTree: Sendable {
                             path: file.path, offset: Int(clamping: offset))
         }
         if let cached = file.nodeCache.node(at: offset) { return cached }
+        let payload = try nodePayload(at: offset)
+        let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
+        if cachingLeaf || !node.isLeaf { file.nodeCache.insert(node, at: offset) }
+        return node
+    }
+
+    /// The payload of the node chunk at `offset` (below ``limit``), read from the file; a chunk of another
+    /// kind is corruption.
+    private func nodePayload(at offset: UInt64) throws -> ChunkPayload {
+        guard offset < limit else {
+            throw SofaError(.corruption, "node pointer \(offset) is past the end of its commit (\(limit))",
+                            path: file.path, offset: Int(clamping: offset))
+        }
         let payload = try file.readChunk(at: offset, kind: nil, limit: limit)
         guard payload.kind == .leaf || payload.kind == .inner else {
             throw SofaError(.corruption, "a \(payload.kind) chunk where a tree node was expected",
                             path: file.path, offset: Int(clamping: offset))
         }
-        let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
-        if cachingLeaf || !node.isLeaf { file.nodeCache.insert(node, at: offset) }
-        return node
+        return payload
     }
 
     // MARK: - Point lookup
@@ -109,10 +120,28 @@ public struct BTree: Sendable {
 
     /// The value under `key` as a node slice (valid while the returned node lives), for callers that decode
     /// in place; its leaf is cached unless `cachingLeaf` is false.
+    ///
+    /// With `cachingLeaf` false, a leaf not already in the cache is searched in its payload without being
+    /// decoded into a ``Node`` (``LeafLookup``): the slice then holds the payload instead of a node.
     package func value(for key: UnsafeRawBufferPointer, cachingLeaf: Bool = true) throws -> NodeSlice? {
         guard var offset = root?.offset else { return nil }
         while true {
-            let node = try node(at: offset, cachingLeaf: cachingLeaf)
+            let node: Node
+            if cachingLeaf {
+                node = try self.node(at: offset)
+            } else if offset < limit, let cached = file.nodeCache.node(at: offset) {
+                node = cached
+            } else {
+                let payload = try nodePayload(at: offset)
+                guard payload.kind == .inner else {
+                    guard let value = try LeafLookup.value(for: key, inLeaf: payload, path: file.path) else {
+                        return nil
+                    }
+                    return NodeSlice(payload: payload, value: value)
+                }
+                node = try Node(payload: payload, isLeaf: false, path: file.path)
+                file.nodeCache.insert(node, at: offset)
+            }
             if node.isLeaf {
                 let i = node.lowerBound(key)
                 guard i < node.count, compareBytes(node.key(i), key) == 0 else { return nil }
@@ -285,11 +314,38 @@ public struct BTree: Sendable {
     }
 }
 
-/// One entry of a node, kept alive with its node.
+/// One leaf entry's value, kept alive with its leaf (a decoded node, or the payload a lookup searched in place).
 package struct NodeSlice {
-    package let node: Node
+    /// What keeps the value's bytes alive: the leaf node, or the leaf's payload when it was searched without
+    /// being decoded (``BTree/value(for:cachingLeaf:)`` with `cachingLeaf` false).
+    private let owner: AnyObject
+    private let value: UnsafeRawBufferPointer
+    /// The entry's index in its leaf; only meaningful for a slice of a decoded leaf (``node``).
     package let index: Int
+
+    /// Entry `index` of the decoded leaf `node`.
+    package init(node: Node, index: Int) {
+        owner = node
+        value = node.value(index)
+        self.index = index
+    }
+
+    /// A value found in the undecoded leaf `payload` (``LeafLookup``); `value` points into it.
+    init(payload: ChunkPayload, value: UnsafeRawBufferPointer) {
+        owner = payload
+        self.value = value
+        index = -1
+    }
+
+    /// The decoded leaf holding the entry. Slices from ``BTree/firstEntry(atOrAfter:)`` and from
+    /// ``BTree/value(for:cachingLeaf:)`` with caching on always have one.
+    package var node: Node {
+        guard let node = owner as? Node else { preconditionFailure("a slice of an undecoded leaf has no node") }
+        return node
+    }
+
+    /// Calls `body` with the value's bytes, valid during the call.
     package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try body(node.value(index))
+        try withExtendedLifetime(owner) { try body(value) }
     }
 }

@@ -1,0 +1,54 @@
+/// Finding one key in a leaf's payload without decoding the leaf into a ``Node``.
+///
+/// A lookup that reads a leaf once and throws it away (the incremental view update's by-ID and back-index
+/// lookups: thousands of scattered leaves, none read twice) needs neither the node's entry layout nor its key
+/// heads, only the entry it asks for. This walks the entries of the payload (FORMAT.md, "Nodes": varint entry
+/// count, then per entry a varint key length, the key, a varint value length and the value) in order, and stops
+/// at the first key that is not smaller than the one sought: on average half a leaf parsed, nothing allocated.
+///
+/// Every length is checked against the payload before it is used, as ``Node/init(payload:isLeaf:path:)`` does,
+/// so damaged bytes give a corruption error naming the file offset, never a read out of bounds. Only the part
+/// of the leaf up to the answer is parsed, so damage after it goes unnoticed here (the chunk's CRC32C has been
+/// checked already; `BTree.verify()` decodes every node).
+enum LeafLookup {
+    /// The value stored under `key` in the leaf whose payload is `payload`, as a view into the payload; nil
+    /// when the leaf has no such key.
+    ///
+    /// - Throws: `.corruption` when the entry count is 0 or a length runs past the payload before the answer.
+    static func value(for key: UnsafeRawBufferPointer, inLeaf payload: ChunkPayload,
+                      path: String) throws -> UnsafeRawBufferPointer? {
+        let bytes = UnsafeRawBufferPointer(start: payload.base, count: payload.count)
+        var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
+        let n = try r.readLength(limit: bytes.count)
+        guard n > 0 else { throw r.corruption("node has no entries") }
+        for _ in 0..<n {
+            let entryKey = try r.readLengthPrefixed()
+            let c = order(entryKey, key)
+            if c > 0 { return nil }  // keys ascend: the key is not in this leaf
+            let value = try r.readLengthPrefixed()
+            if c == 0 { return value }
+        }
+        return nil
+    }
+
+    /// ``compareBytes(_:_:)``'s order, 8 bytes at a time: a leaf's keys (document IDs, for by-ID) are short and
+    /// share long prefixes, and a scan compares up to every key of the leaf, where a `memcmp` call per key cost
+    /// more than the comparison.
+    @inline(__always)
+    static func order(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        var i = 0
+        while i + 8 <= n {
+            let x = UInt64(bigEndian: a.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let y = UInt64(bigEndian: b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            if x != y { return x < y ? -1 : 1 }
+            i += 8
+        }
+        while i < n {
+            let x = a[i], y = b[i]
+            if x != y { return x < y ? -1 : 1 }
+            i += 1
+        }
+        return a.count - b.count
+    }
+}
