@@ -162,10 +162,11 @@ extension BTree {
         guard node.isLeaf == (height == 0) else { throw misplacedLeaf(at: offset) }
         if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
         // Untouched children are kept as references into `node`: their entries are copied byte for byte.
+        // They hold `node` unretained (InnerEntry.kept); its lifetime is extended past their writing below.
         var children: [InnerEntry] = []
         children.reserveCapacity(node.count + 2)
         func keep(_ i: Int) {
-            children.append(node.hasShortestKeyLengths ? .kept(node, i)
+            children.append(node.hasShortestKeyLengths ? .kept(unretained: node, i)
                                 : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
         }
         var i = 0
@@ -191,9 +192,19 @@ extension BTree {
             i += 1
         }
         guard !children.isEmpty else { return [] }
-        let runs = NodeWriter.evenRuns(sizes: children.map(\.encodedSize), nodeSize: configuration.innerNodeSize)
+        let sizes = children.map(\.encodedSize)
+        // Actions all past this node's largest key went to its last child (this node is on the tree's right
+        // edge): every entry before that child's is unchanged, and is split off full (NodeWriter.appendRuns).
+        let appending = actions.first.map { a in a.key.withUnsafeBytes { compareBytes($0, node.key(node.count - 1)) > 0 } }
+            ?? false
+        let runs = appending
+            ? NodeWriter.appendRuns(sizes: sizes, kept: node.count - 1, nodeSize: configuration.innerNodeSize)
+            : NodeWriter.evenRuns(sizes: sizes, nodeSize: configuration.innerNodeSize)
         var out: [ChildEntry] = []
-        for run in runs { out.append(try nodes.writeInner(children[run])) }
+        // The kept entries hold `node` unretained: it must live until the last of them is written.
+        try withExtendedLifetime(node) {
+            for run in runs { out.append(try nodes.writeInner(children[run])) }
+        }
         return out
     }
 
@@ -233,8 +244,16 @@ extension BTree {
                 i += 1
             }
             let sizes = merged.map { NodeWriter.leafEntrySize(keyCount: $0.key.count, valueCount: $0.value.count) }
+            // Actions all past the leaf's last key (appends at the end of the tree's key range) leave its entries
+            // as they are, first: split full first, so the leaf the next appends go to starts small.
+            let appending = n > 0 && flat.items.first.map {
+                compareBytes(UnsafeRawBufferPointer(rebasing: storage[$0.key]), node!.key(n - 1)) > 0
+            } ?? false
+            let runs = appending
+                ? NodeWriter.appendRuns(sizes: sizes, kept: n, nodeSize: nodeSize)
+                : NodeWriter.evenRuns(sizes: sizes, nodeSize: nodeSize)
             var out: [R] = []
-            for run in NodeWriter.evenRuns(sizes: sizes, nodeSize: nodeSize) {
+            for run in runs {
                 let payloadSize = varintSize(UInt64(run.count)) + sizes[run].reduce(0, +)
                 out.append(try body(Array(merged[run]), payloadSize))
             }
