@@ -90,8 +90,8 @@ import Testing
             next += count
             serial = try serial.modified(by: actions, parallelFrom: Int.max)
             parallel = try parallel.modified(by: actions, parallelFrom: 1)
-            #expect(serial.root?.offset == parallel.root?.offset && serial.root?.subtreeSize == parallel.root?.subtreeSize,
-                    "batch \(batch)")
+            #expect(serial.root?.offset == parallel.root?.offset
+                    && serial.root?.subtreeSize == parallel.root?.subtreeSize, "batch \(batch)")
         }
         try serialFile.commit(roots: [serial.root], metadata: [])
         try parallelFile.commit(roots: [parallel.root], metadata: [])
