@@ -28,4 +28,43 @@ import Testing
             }
         }
     }
+
+    /// A node appended to at the end of the key range splits full first: the kept items stay together at the
+    /// front, every run but the last is as full as fits, the last holds the rest; when everything fits, or the
+    /// kept items alone do not, the split is `evenRuns`'.
+    @Test func appendRunsFillFirst() {
+        #expect(NodeWriter.appendRuns(sizes: [100, 100, 20], kept: 2, nodeSize: 256) == [0..<3])
+        #expect(NodeWriter.appendRuns(sizes: [120, 120, 20], kept: 2, nodeSize: 256) == [0..<2, 2..<3])
+        #expect(NodeWriter.appendRuns(sizes: [120, 100, 30, 30], kept: 1, nodeSize: 256) == [0..<3, 3..<4])
+        #expect(NodeWriter.appendRuns(sizes: [120, 100, 50, 30, 90], kept: 1, nodeSize: 256) == [0..<2, 2..<5])
+        #expect(NodeWriter.appendRuns(sizes: [200, 100, 30], kept: 2, nodeSize: 256)
+                == NodeWriter.evenRuns(sizes: [200, 100, 30], nodeSize: 256))
+        for seed in SeededGenerator.seeds(fixed: [5]) {
+            var rng = SeededGenerator(seed: seed)
+            for _ in 0..<300 {
+                let nodeSize = [256, 1024, 4096].randomElement(using: &rng)!
+                let largest = Int.random(in: 1...(nodeSize / 2), using: &rng)
+                let sizes = (0..<Int.random(in: 1...2_000, using: &rng)).map { _ in
+                    Int.random(in: 1...largest, using: &rng)
+                }
+                var kept = 0, keptSize = 0
+                while kept < sizes.count && keptSize + sizes[kept] <= nodeSize && Bool.random(using: &rng) {
+                    keptSize += sizes[kept]
+                    kept += 1
+                }
+                let runs = NodeWriter.appendRuns(sizes: sizes, kept: kept, nodeSize: nodeSize)
+                let context = "seed \(seed): \(sizes.count) items, \(kept) kept, node \(nodeSize)"
+                #expect(runs.first?.lowerBound == 0 && runs.last?.upperBound == sizes.count, "\(context): coverage")
+                for (a, b) in zip(runs, runs.dropFirst()) { #expect(a.upperBound == b.lowerBound, "\(context): gap") }
+                #expect(runs.first!.count >= kept, "\(context): kept items split")
+                for (r, run) in runs.enumerated() {
+                    let size = sizes[run].reduce(0, +)
+                    #expect(!run.isEmpty && size <= nodeSize, "\(context): run of \(size) bytes")
+                    if r < runs.count - 1 {
+                        #expect(size + sizes[run.upperBound] > nodeSize, "\(context): run \(r) not full")
+                    }
+                }
+            }
+        }
+    }
 }

@@ -68,6 +68,56 @@ import Testing
         }
     }
 
+    /// Appends at the end of the key range (the by-sequence tree's only change, and the by-ID tree's with
+    /// increasing IDs) split the right edge full first (`NodeWriter.appendRuns`): after many small appending
+    /// batches every leaf and inner node but the right edge's is full, and the one-thread and every-core paths
+    /// write the same bytes.
+    @Test func appendsFillNodesBehindTheRightEdge() throws {
+        let dir = TemporaryDirectory()
+        let config = BTreeConfiguration(nodeSize: 256, innerNodeSize: 256, compress: false,
+                                        reducer: Int64SumReducer())
+        let serialFile = try StorageFile(path: dir.file("serial"), options: StorageOptions(durability: .none))
+        let parallelFile = try StorageFile(path: dir.file("parallel"), options: StorageOptions(durability: .none))
+        var serial = BTree(file: serialFile, root: nil, configuration: config, limit: StorageFile.unlimited)
+        var parallel = BTree(file: parallelFile, root: nil, configuration: config, limit: StorageFile.unlimited)
+        // File creation wrote a commit holding the time: compare what follows it.
+        let dataStart = Int(serialFile.latestCommit.endOffset)
+        var next = 0
+        for batch in 0..<400 {
+            // Mostly one or two rows per batch, now and then a larger one spanning several leaves.
+            let count = batch % 50 == 49 ? 300 : 1 + batch % 2
+            let actions = (next..<(next + count)).map { BTreeAction.put(Self.key($0), int64Value(Int64($0))) }
+            next += count
+            serial = try serial.modified(by: actions, parallelFrom: Int.max)
+            parallel = try parallel.modified(by: actions, parallelFrom: 1)
+            #expect(serial.root?.offset == parallel.root?.offset
+                    && serial.root?.subtreeSize == parallel.root?.subtreeSize, "batch \(batch)")
+        }
+        try serialFile.commit(roots: [serial.root], metadata: [])
+        try parallelFile.commit(roots: [parallel.root], metadata: [])
+        let a = try Data(contentsOf: URL(fileURLWithPath: dir.file("serial")))
+        let b = try Data(contentsOf: URL(fileURLWithPath: dir.file("parallel")))
+        let end = Int(serialFile.latestCommit.offset)
+        #expect(a[dataStart..<end] == b[dataStart..<end], "the nodes written differ")
+        let tree = BTree(file: serialFile, commit: serialFile.latestCommit, index: 0, configuration: config)
+        #expect(try tree.rows().map(\.key) == (0..<next).map(Self.key))
+        expectSound(tree, "appends")
+        // Per level, every node but the last (the right edge) is full: its next entry would not have fit.
+        var levels: [Int: [NodeSummary]] = [:]
+        try tree.forEachNode { levels[$0.level, default: []].append($0) }
+        // Split evenly, a node behind the edge would hold about half of the 256 bytes.
+        var behindEdge = 0
+        for (level, nodes) in levels {
+            for node in nodes.dropLast() {
+                behindEdge += 1
+                #expect(node.rawBytes > 176, "level \(level): node of \(node.rawBytes) bytes behind the edge")
+            }
+        }
+        #expect(behindEdge > 20)
+        try serialFile.close()
+        try parallelFile.close()
+    }
+
     /// Two batches modified one after the other without a commit between them (an update of several passes):
     /// the second reads leaves the first appended and has not committed, which its workers must find written.
     @Test func secondUncommittedPassReadsTheFirst() throws {

@@ -8,15 +8,21 @@ package struct ChildEntry {
 /// from its old node's bytes (no key or reduction array is made for it), or a child the batch wrote.
 package enum InnerEntry {
     /// Entry `Int` of an inner node, copied as it is encoded there (the node must have
-    /// ``Node/hasShortestKeyLengths``).
-    case kept(Node, Int)
+    /// ``Node/hasShortestKeyLengths``). The node is not retained: whoever makes the entries keeps it alive
+    /// until they are written (``BTree/modified(by:)`` holds the old node while it rewrites it). A single
+    /// append keeps ~200 entries of the inner nodes on its paths, and a retain and release for each, made
+    /// again by every copy of an entry, was a sizable share of a single-document commit's instructions.
+    case kept(Unmanaged<Node>, Int)
     /// A child given by its key and pointer.
     case written(ChildEntry)
+
+    /// Entry `i` of `node`, which the caller keeps alive while the entry is used.
+    static func kept(unretained node: Node, _ i: Int) -> InnerEntry { .kept(Unmanaged.passUnretained(node), i) }
 
     /// Bytes the entry takes in a node payload.
     var encodedSize: Int {
         switch self {
-        case .kept(let node, let i): node.encodedEntryRange(i).count
+        case .kept(let node, let i): node._withUnsafeGuaranteedRef { $0.encodedEntryRange(i).count }
         case .written(let c): NodeWriter.innerEntrySize(c)
         }
     }
@@ -202,28 +208,31 @@ package struct NodeWriter {
         var k = entries.startIndex
         while k < entries.endIndex {
             switch entries[k] {
-            case .kept(let node, let first):
+            case .kept(let unretained, let first):
                 // A run of consecutive entries of one old node is one copy; each entry's fields move by `shift`.
                 var last = first
-                while k + 1 < entries.endIndex, case .kept(let next, let i) = entries[k + 1], next === node,
-                      i == last + 1 {
+                while k + 1 < entries.endIndex, case .kept(let next, let i) = entries[k + 1],
+                      next.toOpaque() == unretained.toOpaque(), i == last + 1 {
                     last = i
                     k += 1
                 }
-                let start = node.encodedEntryRange(first).lowerBound
-                let end = node.encodedEntryRange(last).upperBound
-                let shift = Int32(scratch.count - start)
-                scratch.append(contentsOf: UnsafeRawBufferPointer(start: node.payload.base + start, count: end - start))
-                for i in first...last {
-                    let child = Node.Child(offset: node.childOffset(i), rows: node.childRowCount(i),
-                                           size: node.childSubtreeSize(i))
-                    fields.append(child)
-                    var l = node.entryLayout(i)
-                    l.keyStart += shift
-                    l.valueStart += shift
-                    layout.append(l)
-                    rows &+= child.rows
-                    size &+= child.size
+                unretained._withUnsafeGuaranteedRef { node in
+                    let start = node.encodedEntryRange(first).lowerBound
+                    let end = node.encodedEntryRange(last).upperBound
+                    let shift = Int32(scratch.count - start)
+                    scratch.append(contentsOf: UnsafeRawBufferPointer(start: node.payload.base + start,
+                                                                      count: end - start))
+                    for i in first...last {
+                        let child = Node.Child(offset: node.childOffset(i), rows: node.childRowCount(i),
+                                               size: node.childSubtreeSize(i))
+                        fields.append(child)
+                        var l = node.entryLayout(i)
+                        l.keyStart += shift
+                        l.valueStart += shift
+                        layout.append(l)
+                        rows &+= child.rows
+                        size &+= child.size
+                    }
                 }
             case .written(let c):
                 scratch.appendVarint(UInt64(c.key.count))
@@ -257,7 +266,7 @@ package struct NodeWriter {
                                   reduction: reduction)
         let key: [UInt8]
         switch entries.last! {
-        case .kept(let node, let i): key = Array(node.key(i))
+        case .kept(let node, let i): key = node._withUnsafeGuaranteedRef { Array($0.key(i)) }
         case .written(let c): key = c.key
         }
         return ChildEntry(key: key, pointer: pointer)
@@ -293,6 +302,35 @@ package struct NodeWriter {
                 start = i
             }
             before += s
+        }
+        out.append(start..<sizes.count)
+        return out
+    }
+
+    /// Splits items of the given sizes into runs for a node whose first `kept` items are its old entries,
+    /// unchanged, and whose other items all come after them (a batch appending at the end of the tree's key
+    /// range): full first. Each run takes items while it stays within `nodeSize`, the first one starting with
+    /// all kept items, so the last run — the node the next appends go to — holds only what is left over.
+    /// SQLite splits an appended-to rightmost page the same way ("quickbalance"); splitting it evenly instead
+    /// would leave every node behind the right edge half full and make the node each later single append
+    /// rewrites half again as large. Falls back to ``evenRuns(sizes:nodeSize:)`` when everything fits in one
+    /// node (the same single run) or the kept items alone do not.
+    package static func appendRuns(sizes: [Int], kept: Int, nodeSize: Int) -> [Range<Int>] {
+        precondition(kept >= 0 && kept <= sizes.count)
+        let keptSize = sizes[..<kept].reduce(0, +)
+        guard keptSize <= nodeSize, sizes.reduce(0, +) > nodeSize else {
+            return evenRuns(sizes: sizes, nodeSize: nodeSize)
+        }
+        var out: [Range<Int>] = []
+        var start = 0, size = keptSize
+        for i in kept..<sizes.count {
+            // Cut before item i when it would overflow a run that holds something.
+            if i > start && size + sizes[i] > nodeSize {
+                out.append(start..<i)
+                start = i
+                size = 0
+            }
+            size += sizes[i]
         }
         out.append(start..<sizes.count)
         return out
