@@ -39,19 +39,28 @@ import Testing
         try key.withUnsafeBytes { try LeafLookup.value(for: $0, inLeaf: payload, path: "test").map { Array($0) } }
     }
 
+    /// Keys sorted as a leaf holds them (``compareBytes(_:_:)``).
+    static func inByteOrder(_ keys: Set<[UInt8]>) -> [[UInt8]] {
+        keys.sorted { a, b in a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0 }
+    }
+
+    /// 0 or more bytes (a count drawn from `count`), each drawn from `alphabet`.
+    static func randomBytes(_ count: ClosedRange<Int>, from alphabet: [UInt8],
+                            using rng: inout SeededGenerator) -> [UInt8] {
+        (0..<Int.random(in: count, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
+    }
+
     @Test func answersAsTheDecodedLeafDoes() throws {
         for seed in SeededGenerator.seeds(fixed: [5]) {
             var rng = SeededGenerator(seed: seed)
             for round in 0..<300 {
-                func randomKey() -> [UInt8] {
-                    (0..<Int.random(in: 0...6, using: &rng)).map { _ in [0, 1, 2, 0x80, 0xFF].randomElement(using: &rng)! }
-                }
+                func randomKey() -> [UInt8] { Self.randomBytes(0...6, from: [0, 1, 2, 0x80, 0xFF], using: &rng) }
                 var keys = Set<[UInt8]>()
                 for _ in 0..<Int.random(in: 1...80, using: &rng) { keys.insert(randomKey()) }
-                let sorted = keys.sorted { a, b in a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0 }
+                let sorted = Self.inByteOrder(keys)
                 // Values of 0–200 bytes, so that some lengths take two varint bytes.
                 let rows = sorted.map { key in
-                    (key: key, value: (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+                    (key: key, value: Self.randomBytes(0...200, from: Array(0...255), using: &rng))
                 }
                 let payload = Self.payload(Self.leafBytes(rows))
                 let node = try Node(payload: payload, isLeaf: true, path: "test")
@@ -69,8 +78,8 @@ import Testing
             for _ in 0..<20000 {
                 // Long shared prefixes, so that words compare equal before one differs.
                 let shared = (0..<Int.random(in: 0...20, using: &rng)).map { _ in UInt8.random(in: 0...2, using: &rng) }
-                let a = shared + (0..<Int.random(in: 0...12, using: &rng)).map { _ in [0, 1, 0x7F, 0x80, 0xFF].randomElement(using: &rng)! }
-                let b = shared + (0..<Int.random(in: 0...12, using: &rng)).map { _ in [0, 1, 0x7F, 0x80, 0xFF].randomElement(using: &rng)! }
+                let a = shared + Self.randomBytes(0...12, from: [0, 1, 0x7F, 0x80, 0xFF], using: &rng)
+                let b = shared + Self.randomBytes(0...12, from: [0, 1, 0x7F, 0x80, 0xFF], using: &rng)
                 let expected = a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } }.signum()
                 let got = a.withUnsafeBytes { x in b.withUnsafeBytes { LeafLookup.order(x, $0) } }.signum()
                 #expect(got == expected, "seed \(seed): \(a) vs \(b)")
@@ -85,14 +94,17 @@ import Testing
                 let keys = Set((0..<Int.random(in: 1...20, using: &rng)).map { _ in
                     (0..<Int.random(in: 0...4, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
                 })
-                let sorted = keys.sorted { a, b in a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0 }
-                var bytes = Self.leafBytes(sorted.map { ($0, [UInt8](repeating: 9, count: Int.random(in: 0...140, using: &rng))) })
+                let sorted = Self.inByteOrder(keys)
+                var bytes = Self.leafBytes(sorted.map { key in
+                    (key, [UInt8](repeating: 9, count: Int.random(in: 0...140, using: &rng)))
+                })
                 // Cut short, or with bytes overwritten (length prefixes become huge, zero or wrong).
                 if Bool.random(using: &rng) {
                     bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng))
                 } else {
                     for _ in 0..<Int.random(in: 1...3, using: &rng) {
-                        bytes[Int.random(in: 0..<bytes.count, using: &rng)] = [0, 0x7F, 0x80, 0xFF].randomElement(using: &rng)!
+                        let at = Int.random(in: 0..<bytes.count, using: &rng)
+                        bytes[at] = [0, 0x7F, 0x80, 0xFF].randomElement(using: &rng)!
                     }
                 }
                 let payload = Self.payload(bytes)
@@ -116,11 +128,13 @@ import Testing
         }
     }
 
-    /// Through the tree: `value(for:cachingLeaf: false)` on a file whose cache holds no leaf answers as `get`.
-    @Test func treeLookupsWithoutCachingAnswerAsCachedOnes() throws {
+    /// Through the tree, leaves raw or LZ4-compressed: `value(for:cachingLeaf: false)` on a file whose cache holds
+    /// no leaf answers as `get`, and leaves no leaf in the cache (it searched their payloads, decoding nothing).
+    @Test(arguments: [false, true])
+    func treeLookupsWithoutCachingAnswerAsCachedOnes(compress: Bool) throws {
         let dir = TemporaryDirectory()
         let path = dir.file("tree")
-        let config = BTreeConfiguration(nodeSize: 512, compress: false, reducer: Int64SumReducer())
+        let config = BTreeConfiguration(nodeSize: 512, compress: compress, reducer: Int64SumReducer())
         let file = try StorageFile(path: path, options: StorageOptions(durability: .none))
         let rows = (0..<3000).filter { $0 % 3 != 0 }.map { BTreeAction.put(numericKey($0), int64Value(Int64($0))) }
         let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: config).modified(by: rows)
@@ -134,12 +148,16 @@ import Testing
             }
             #expect(uncached == (n % 3 != 0 ? int64Value(Int64(n)) : nil), "key \(n)")
         }
+        let cachedByLookups = file.nodeCache.statistics.nodes
         // A full scan caches every leaf; the same answers then come from the cached nodes.
         var leaves = 0
         try reader.forEachSpan { _, _ in leaves += 1; return true }
         #expect(leaves > 10)
+        #expect(file.nodeCache.statistics.nodes == cachedByLookups + leaves, "the lookups cached inner nodes only")
         for n in 0..<3001 {
             #expect(try reader.get(numericKey(n), cachingLeaf: false) == reader.get(numericKey(n)), "key \(n)")
         }
+        expectSound(reader, "compress \(compress)")
+        try file.close()
     }
 }

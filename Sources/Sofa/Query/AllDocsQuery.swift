@@ -140,7 +140,8 @@ extension Query {
     /// Offers the by-ID entry of the ID a by-sequence entry names.
     private func offerSequenceEntry<Output>(idBytes: UnsafeRawBufferPointer, source: RowSource,
                                             to collector: inout AllDocsCollector<Output>) throws -> Bool {
-        guard let entry = try source.snapshot.byID.value(for: idBytes) else {
+        // Caching the leaf (the default), the slice always holds the decoded node.
+        guard let entry = try source.snapshot.byID.value(for: idBytes)?.entry else {
             throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
                             path: source.snapshot.path)
         }
@@ -160,7 +161,8 @@ extension Query {
             } else {
                 let id = try Query.idBytes(key)!
                 more = try id.withUnsafeBytes { idBytes in
-                    guard let entry = try snapshot.byID.value(for: idBytes) else { return true }
+                    // Caching the leaf (the default), the slice always holds the decoded node.
+                    guard let entry = try snapshot.byID.value(for: idBytes)?.entry else { return true }
                     return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
                 }
             }

@@ -153,19 +153,6 @@ public struct BTree: Sendable {
         }
     }
 
-    /// The first entry whose key is ≥ `key`, or nil when every key is smaller: one descent, no range logic.
-    package func firstEntry(atOrAfter key: UnsafeRawBufferPointer) throws -> NodeSlice? {
-        guard var offset = root?.offset else { return nil }
-        while true {
-            let node = try node(at: offset)
-            let i = node.lowerBound(key)
-            // Child i holds the keys in (key[i-1], key[i]]: its largest key is ≥ `key`, so it has the entry.
-            guard i < node.count else { return nil }
-            if node.isLeaf { return NodeSlice(node: node, index: i) }
-            offset = node.childOffset(i)
-        }
-    }
-
     // MARK: - Scans
 
     /// Calls `body` with each row in `range`, in ascending key order or descending, after skipping `skip`
@@ -320,28 +307,22 @@ package struct NodeSlice {
     /// being decoded (``BTree/value(for:cachingLeaf:)`` with `cachingLeaf` false).
     private let owner: AnyObject
     private let value: UnsafeRawBufferPointer
-    /// The entry's index in its leaf; only meaningful for a slice of a decoded leaf (``node``).
-    package let index: Int
+    /// The decoded leaf and the entry's index in it; nil for a value found in an undecoded leaf.
+    package let entry: (node: Node, index: Int)?
 
     /// Entry `index` of the decoded leaf `node`.
     package init(node: Node, index: Int) {
         owner = node
         value = node.value(index)
-        self.index = index
+        entry = (node, index)
     }
 
-    /// A value found in the undecoded leaf `payload` (``LeafLookup``); `value` points into it.
+    /// A value found in the undecoded leaf `payload` (``LeafLookup``); `value` points into it, and stays valid
+    /// because the slice holds `payload` (which holds its mapping or its decompressed bytes).
     init(payload: ChunkPayload, value: UnsafeRawBufferPointer) {
         owner = payload
         self.value = value
-        index = -1
-    }
-
-    /// The decoded leaf holding the entry. Slices from ``BTree/firstEntry(atOrAfter:)`` and from
-    /// ``BTree/value(for:cachingLeaf:)`` with caching on always have one.
-    package var node: Node {
-        guard let node = owner as? Node else { preconditionFailure("a slice of an undecoded leaf has no node") }
-        return node
+        entry = nil
     }
 
     /// Calls `body` with the value's bytes, valid during the call.

@@ -2,7 +2,7 @@
 ///
 /// A lookup that reads a leaf once and throws it away (the incremental view update's by-ID and back-index
 /// lookups: thousands of scattered leaves, none read twice) needs neither the node's entry layout nor its key
-/// heads, only the entry it asks for. This walks the entries of the payload (FORMAT.md, "Nodes": varint entry
+/// heads, only the entry it asks for. This walks the entries of the payload (FORMAT.md §8, "B+tree nodes": varint entry
 /// count, then per entry a varint key length, the key, a varint value length and the value) in order, and stops
 /// at the first key that is not smaller than the one sought: on average half a leaf parsed, nothing allocated.
 ///
@@ -17,6 +17,8 @@ enum LeafLookup {
     /// - Throws: `.corruption` when the entry count is 0 or a length runs past the payload before the answer.
     static func value(for key: UnsafeRawBufferPointer, inLeaf payload: ChunkPayload,
                       path: String) throws -> UnsafeRawBufferPointer? {
+        // Valid while `payload` lives: the caller keeps it (``NodeSlice/init(payload:value:)``) as long as the
+        // returned view is used.
         let bytes = UnsafeRawBufferPointer(start: payload.base, count: payload.count)
         var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
         let n = try r.readLength(limit: bytes.count)
@@ -28,6 +30,9 @@ enum LeafLookup {
             let value = try r.readLengthPrefixed()
             if c == 0 { return value }
         }
+        // Every key was smaller (the parent routed a larger key here: an inconsistent tree), and the whole
+        // payload was read: check it ends after the last entry, as a decoded node must.
+        guard r.isAtEnd else { throw r.corruption("node has trailing bytes after its \(n) entries") }
         return nil
     }
 

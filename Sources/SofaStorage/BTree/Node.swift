@@ -1,6 +1,6 @@
 /// A decoded B+tree node: a leaf of key/value entries or an inner node of separator keys and child pointers.
 ///
-/// Payload layout (FORMAT.md, "Nodes"), inside a chunk of kind `leaf` or `inner`:
+/// Payload layout (FORMAT.md §8, "B+tree nodes"), inside a chunk of kind `leaf` or `inner`:
 ///
 ///     varint  entry count (≥ 1)
 ///     leaf entries:   varint key length, key bytes, varint value length, value bytes
