@@ -176,4 +176,40 @@ import Testing
         expectSound(after, "after the full disk")
         try file.close()
     }
+
+    /// Only a batch whose changes all lie after a node's largest key splits it full first: a batch that also
+    /// removes an entry of the last leaf, or inserts in the middle of a full leaf, splits evenly — on the one-
+    /// thread path and with leaves prepared on every core alike.
+    @Test(arguments: [Int.max, 1])
+    func onlyPureAppendsSplitFullFirst(parallelFrom: Int) throws {
+        let dir = TemporaryDirectory()
+        let config = BTreeConfiguration(nodeSize: 512, compress: false, reducer: Int64SumReducer())
+        let file = try StorageFile(path: dir.file("tree"), options: StorageOptions(durability: .none))
+        let per = 512 / NodeWriter.leafEntrySize(keyCount: 4, valueCount: 8)  // entries of a full leaf
+        func put(_ n: Int) -> BTreeAction { .put(numericKey(n), int64Value(Int64(n))) }
+        func leafCounts(_ tree: BTree) throws -> [Int] {
+            var counts: [Int] = []
+            try tree.forEachSpan { leaf, _ in counts.append(leaf.count); return true }
+            return counts
+        }
+        // Three full leaves of even keys (a new tree splits evenly: equal entries, equal runs).
+        let empty = BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
+        let full = try empty.modified(by: (0..<(3 * per)).map { put($0 * 2) }, parallelFrom: parallelFrom)
+        #expect(try leafCounts(full) == [per, per, per])
+        let last = (3 * per - 1) * 2
+
+        // Appends only: the old entries stay together, full; the new leaf holds the two new ones.
+        let appended = try full.modified(by: [put(last + 2), put(last + 4)], parallelFrom: parallelFrom)
+        #expect(try leafCounts(appended) == [per, per, per, 2])
+
+        // A removal in the last leaf with the same appends: an even split of per + 1 entries.
+        let mixed = try full.modified(by: [.remove(numericKey(last)), put(last + 2), put(last + 4)],
+                                      parallelFrom: parallelFrom)
+        #expect(try leafCounts(mixed) == [per, per, (per + 1) - (per + 1) / 2, (per + 1) / 2])
+
+        // An insert in the middle of the full first leaf: an even split there, the others untouched.
+        let middle = try full.modified(by: [put(1)], parallelFrom: parallelFrom)
+        #expect(try leafCounts(middle) == [(per + 1) - (per + 1) / 2, (per + 1) / 2, per, per])
+        try file.close()
+    }
 }

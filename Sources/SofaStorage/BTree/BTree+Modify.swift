@@ -214,7 +214,8 @@ extension BTree {
         return out
     }
 
-    /// Merges a leaf's entries (or none) with `actions` and writes the result as evenly filled leaves.
+    /// Merges a leaf's entries (or none) with `actions` and writes the result as evenly filled leaves, or full
+    /// first for appends (``NodeWriter/appendRuns(sizes:kept:nodeSize:)``).
     private func writeLeaves(existing node: Node?, actions: ArraySlice<BTreeAction>,
                              nodes: inout NodeWriter) throws -> [ChildEntry] {
         try BTree.mergeLeaf(node, actions, nodeSize: configuration.nodeSize) { run, payloadSize in
@@ -223,8 +224,9 @@ extension BTree {
     }
 
     /// Merges a leaf's entries (or none) with `actions` (an action replaces or removes the entry of its key) and
-    /// calls `body` with each run of the result that makes one evenly filled leaf, in order, and the run's leaf
-    /// payload size (``NodeWriter/leafPayloadSize(_:)``, summed from the sizes the split was made with).
+    /// calls `body` with each run of the result that makes one leaf (evenly filled, or full first for appends:
+    /// ``NodeWriter/appendRuns(sizes:kept:nodeSize:)``), in order, and the run's leaf payload size
+    /// (``NodeWriter/leafPayloadSize(_:)``, summed from the sizes the split was made with).
     fileprivate static func mergeLeaf<R>(
         _ node: Node?, _ actions: ArraySlice<BTreeAction>, nodeSize: Int,
         _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> R

@@ -9,7 +9,8 @@ package struct ChildEntry {
 package enum InnerEntry {
     /// Entry `Int` of an inner node, copied as it is encoded there (the node must have
     /// ``Node/hasShortestKeyLengths``). The node is not retained: whoever makes the entries keeps it alive
-    /// until they are written (``BTree/modified(by:)`` holds the old node while it rewrites it). A single
+    /// until they are written (the batch modify, ``BTree/modified(by:compress:)``, holds the old node while it
+    /// rewrites it). A single
     /// append keeps ~200 entries of the inner nodes on its paths, and a retain and release for each, made
     /// again by every copy of an entry, was a sizable share of a single-document commit's instructions.
     case kept(Unmanaged<Node>, Int)
@@ -313,8 +314,9 @@ package struct NodeWriter {
     /// all kept items, so the last run — the node the next appends go to — holds only what is left over.
     /// SQLite splits an appended-to rightmost page the same way ("quickbalance"); splitting it evenly instead
     /// would leave every node behind the right edge half full and make the node each later single append
-    /// rewrites half again as large. Falls back to ``evenRuns(sizes:nodeSize:)`` when everything fits in one
-    /// node (the same single run) or the kept items alone do not.
+    /// rewrites half again as large. Past the guard this is greedy packing from the first item (the kept items
+    /// fit in the first run by the guard). Falls back to ``evenRuns(sizes:nodeSize:)`` when everything fits in
+    /// one node (the same single run) or the kept items alone do not.
     package static func appendRuns(sizes: [Int], kept: Int, nodeSize: Int) -> [Range<Int>] {
         precondition(kept >= 0 && kept <= sizes.count)
         let keptSize = sizes[..<kept].reduce(0, +)
