@@ -104,7 +104,8 @@ import Testing
             let (withFirst, first) = try tree.reduceAndFirstEntry(in: range)
             #expect(withFirst == reduced, "\(context): reduce with first row")
             let firstRow = first.map { slice in
-                Row(key: Array(slice.entry!.node.key(slice.entry!.index)), value: slice.withUnsafeBytes { Array($0) })
+                let (node, i) = slice.entry!
+                return Row(key: Array(node.key(i)), value: slice.withUnsafeBytes { Array($0) })
             }
             #expect(firstRow == expected.first, "\(context): first row \(range)")
             let skip = UInt64.random(in: 0...UInt64(expected.count + 2), using: &rng)

@@ -72,6 +72,17 @@ import Testing
         }
     }
 
+    /// A leaf read to its end (every key smaller than the one sought) must end after its last entry, as a
+    /// decoded node must: a trailing byte is corruption, not a miss.
+    @Test func trailingBytesAfterTheLastEntryAreCorruption() throws {
+        let rows: [(key: [UInt8], value: [UInt8])] = [([1], [10]), ([2], [20])]
+        let clean = Self.payload(Self.leafBytes(rows))
+        #expect(try Self.lookup(clean, [3]) == nil)
+        let damaged = Self.payload(Self.leafBytes(rows) + [0])
+        #expect(throws: SofaError.self) { try Self.lookup(damaged, [3]) }
+        #expect(try Self.lookup(damaged, [2]) == [20], "an entry found before the damage is still answered")
+    }
+
     @Test func wordWiseOrderIsByteOrder() {
         for seed in SeededGenerator.seeds(fixed: [4]) {
             var rng = SeededGenerator(seed: seed)

@@ -210,6 +210,9 @@ import Testing
         // An insert in the middle of the full first leaf: an even split there, the others untouched.
         let middle = try full.modified(by: [put(1)], parallelFrom: parallelFrom)
         #expect(try leafCounts(middle) == [(per + 1) - (per + 1) / 2, (per + 1) / 2, per, per])
+        for (tree, name) in [(appended, "appended"), (mixed, "mixed"), (middle, "middle")] {
+            expectSound(tree, "\(name), parallelFrom \(parallelFrom)")
+        }
         try file.close()
     }
 }

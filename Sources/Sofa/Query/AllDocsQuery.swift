@@ -140,11 +140,12 @@ extension Query {
     /// Offers the by-ID entry of the ID a by-sequence entry names.
     private func offerSequenceEntry<Output>(idBytes: UnsafeRawBufferPointer, source: RowSource,
                                             to collector: inout AllDocsCollector<Output>) throws -> Bool {
-        // Caching the leaf (the default), the slice always holds the decoded node.
-        guard let entry = try source.snapshot.byID.value(for: idBytes)?.entry else {
+        guard let slice = try source.snapshot.byID.value(for: idBytes) else {
             throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
                             path: source.snapshot.path)
         }
+        // Caching the leaf (the default), the slice always holds the decoded node.
+        guard let entry = slice.entry else { preconditionFailure("a cached lookup returned an undecoded leaf") }
         return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
     }
 
@@ -161,8 +162,11 @@ extension Query {
             } else {
                 let id = try Query.idBytes(key)!
                 more = try id.withUnsafeBytes { idBytes in
+                    guard let slice = try snapshot.byID.value(for: idBytes) else { return true }
                     // Caching the leaf (the default), the slice always holds the decoded node.
-                    guard let entry = try snapshot.byID.value(for: idBytes)?.entry else { return true }
+                    guard let entry = slice.entry else {
+                        preconditionFailure("a cached lookup returned an undecoded leaf")
+                    }
                     return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
                 }
             }

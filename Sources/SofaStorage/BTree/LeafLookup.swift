@@ -2,9 +2,10 @@
 ///
 /// A lookup that reads a leaf once and throws it away (the incremental view update's by-ID and back-index
 /// lookups: thousands of scattered leaves, none read twice) needs neither the node's entry layout nor its key
-/// heads, only the entry it asks for. This walks the entries of the payload (FORMAT.md §8, "B+tree nodes": varint entry
-/// count, then per entry a varint key length, the key, a varint value length and the value) in order, and stops
-/// at the first key that is not smaller than the one sought: on average half a leaf parsed, nothing allocated.
+/// heads, only the entry it asks for. This walks the entries of the payload (FORMAT.md §8, "B+tree nodes":
+/// varint entry count, then per entry a varint key length, the key, a varint value length and the value) in
+/// order, and stops at the first key that is not smaller than the one sought: on average half a leaf parsed,
+/// nothing allocated.
 ///
 /// Every length is checked against the payload before it is used, as ``Node/init(payload:isLeaf:path:)`` does,
 /// so damaged bytes give a corruption error naming the file offset, never a read out of bounds. Only the part
@@ -14,7 +15,8 @@ enum LeafLookup {
     /// The value stored under `key` in the leaf whose payload is `payload`, as a view into the payload; nil
     /// when the leaf has no such key.
     ///
-    /// - Throws: `.corruption` when the entry count is 0 or a length runs past the payload before the answer.
+    /// - Throws: `.corruption` when the entry count is 0, a length runs past the payload before the answer, or
+    ///   (every key being smaller) the payload does not end after the last entry.
     static func value(for key: UnsafeRawBufferPointer, inLeaf payload: ChunkPayload,
                       path: String) throws -> UnsafeRawBufferPointer? {
         // Valid while `payload` lives: the caller keeps it (``NodeSlice/init(payload:value:)``) as long as the

@@ -10,9 +10,9 @@ package enum InnerEntry {
     /// Entry `Int` of an inner node, copied as it is encoded there (the node must have
     /// ``Node/hasShortestKeyLengths``). The node is not retained: whoever makes the entries keeps it alive
     /// until they are written (the batch modify, ``BTree/modified(by:compress:)``, holds the old node while it
-    /// rewrites it). A single
-    /// append keeps ~200 entries of the inner nodes on its paths, and a retain and release for each, made
-    /// again by every copy of an entry, was a sizable share of a single-document commit's instructions.
+    /// rewrites it). A single append keeps ~200 entries of the inner nodes on its paths, and a retain and
+    /// release for each, made again by every copy of an entry, was a sizable share of a single-document
+    /// commit's instructions.
     case kept(Unmanaged<Node>, Int)
     /// A child given by its key and pointer.
     case written(ChildEntry)

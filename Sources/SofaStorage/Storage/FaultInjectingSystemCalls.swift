@@ -35,6 +35,8 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         /// fills up in the middle of a write. Zero writes nothing.
         package var shortWrite: Int
 
+        /// A fault on the `nth` matching call (`call` nil: every write or sync counts), `persistent` or once,
+        /// reporting `errno`; a failing `pwrite` first writes `shortWrite` bytes.
         package init(call: Call?, nth: Int, persistent: Bool = false, errno: Int32 = EIO, shortWrite: Int = 0) {
             self.call = call
             self.nth = nth
