@@ -141,4 +141,40 @@ import Testing
             #expect(try tree.get(Self.key(n)) == want, "\(context): get \(n)")
         }
     }
+
+    /// `reduceAndFirstEntry` on the ranges whose first row the reduce does not read on its lower edge — no
+    /// lower bound, the whole tree, an exclusive lower bound equal to a leaf's last key (the range starts with
+    /// the next leaf, a whole subtree) — and on ordinary ones: the reduction is `reduce(in:)`'s and the first
+    /// row `rows(in:)`'s first.
+    @Test func reduceAndFirstEntryOnSubtreeBoundaries() throws {
+        let dir = TemporaryDirectory()
+        let config = BTreeConfiguration(nodeSize: 256, innerNodeSize: 256, compress: false,
+                                        reducer: Int64SumReducer())
+        let file = try StorageFile(path: dir.file("tree"), options: StorageOptions(durability: .none))
+        let empty = BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
+        let tree = try empty.modified(by: (0..<2000).map { .put(numericKey($0), int64Value(Int64($0))) })
+        try file.commit(roots: [tree.root], metadata: [])
+        let committed = BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+        var leafLastKeys: [[UInt8]] = []
+        try committed.forEachSpan { leaf, _ in leafLastKeys.append(Array(leaf.key(leaf.count - 1))); return true }
+        #expect(leafLastKeys.count > 20)
+        var ranges: [KeyRange] = [.all, KeyRange(upper: KeyBound(numericKey(1500))),
+                                  KeyRange(upper: KeyBound(numericKey(0), inclusive: false))]
+        for key in leafLastKeys.dropLast().prefix(8) {
+            ranges.append(KeyRange(lower: KeyBound(key, inclusive: false)))
+            ranges.append(KeyRange(lower: KeyBound(key, inclusive: false), upper: KeyBound(numericKey(1999))))
+            ranges.append(KeyRange(lower: KeyBound(key)))
+        }
+        for range in ranges {
+            let (reduction, first) = try committed.reduceAndFirstEntry(in: range)
+            #expect(reduction == (try committed.reduce(in: range)), "\(range): reduction")
+            let firstRow = first.map { slice in
+                let (node, i) = slice.entry!
+                return Row(key: Array(node.key(i)), value: slice.withUnsafeBytes { Array($0) })
+            }
+            let expected = try committed.rows(in: range).first.map { Row(key: $0.key, value: $0.value) }
+            #expect(firstRow == expected, "\(range): first row")
+        }
+        try file.close()
+    }
 }
