@@ -34,13 +34,7 @@ extension BTree {
     /// does; only when the range begins with whole subtrees whose leaves the reduce does not read is it found
     /// by one more descent.
     package func reduceAndFirstEntry(in range: KeyRange) throws -> (reduction: Reduction, first: NodeSlice?) {
-        guard let root, !range.isEmpty else { return (Reduction(rowCount: 0, value: []), nil) }
-        var parts = Parts(reducer: configuration.reducer)
-        if range.lower == nil && range.upper == nil {
-            parts.addSubtree(root.rowCount, root.reduction)
-        } else {
-            try accumulate(root.offset, low: nil, range: range, into: &parts)
-        }
+        var parts = try reduceParts(in: range, reducer: configuration.reducer, wantsFirst: true)
         let reduction = try parts.finish()
         guard reduction.rowCount > 0 else { return (reduction, nil) }
         if let first = parts.first { return (reduction, first) }
@@ -54,14 +48,21 @@ extension BTree {
     }
 
     private func reduce(in range: KeyRange, countOnly: Bool) throws -> Reduction {
-        guard let root, !range.isEmpty else { return Reduction(rowCount: 0, value: []) }
-        var parts = Parts(reducer: countOnly ? nil : configuration.reducer)
+        var parts = try reduceParts(in: range, reducer: countOnly ? nil : configuration.reducer, wantsFirst: false)
+        return try parts.finish()
+    }
+
+    /// The pieces of the reduction of `range`: stored reductions of the subtrees wholly inside it, plus the rows
+    /// of the leaves on its edges (and, when `wantsFirst`, the first of them, if a leaf gave the first rows).
+    private func reduceParts(in range: KeyRange, reducer: (any Reducer)?, wantsFirst: Bool) throws -> Parts {
+        var parts = Parts(reducer: reducer, wantsFirst: wantsFirst)
+        guard let root, !range.isEmpty else { return parts }
         if range.lower == nil && range.upper == nil {
             parts.addSubtree(root.rowCount, root.reduction)
         } else {
             try accumulate(root.offset, low: nil, range: range, into: &parts)
         }
-        return try parts.finish()
+        return parts
     }
 
     private func accumulate(_ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange,
@@ -70,7 +71,9 @@ extension BTree {
         if node.isLeaf {
             let span = leafSpan(node, range)
             if !span.isEmpty {
-                if parts.rows == 0 { parts.first = NodeSlice(node: node, index: span.lowerBound) }
+                if parts.wantsFirst && parts.rows == 0 {
+                    parts.first = NodeSlice(node: node, index: span.lowerBound)
+                }
                 try parts.addRows(span.map { (node.key($0), node.value($0)) })
             }
             return
@@ -169,11 +172,15 @@ private struct Parts {
     let reducer: (any Reducer)?
     var rows: UInt64 = 0
     var reductions: [[UInt8]] = []
-    /// The first row added, when it came from a leaf rather than a stored subtree
-    /// (``BTree/reduceAndFirstEntry(in:)``).
+    /// Whether to keep ``first`` (``BTree/reduceAndFirstEntry(in:)``; a plain reduce makes no slice).
+    let wantsFirst: Bool
+    /// The first row added, when it came from a leaf rather than a stored subtree.
     var first: NodeSlice?
 
-    init(reducer: (any Reducer)?) { self.reducer = reducer }
+    init(reducer: (any Reducer)?, wantsFirst: Bool = false) {
+        self.reducer = reducer
+        self.wantsFirst = wantsFirst
+    }
 
     mutating func addSubtree(_ count: UInt64, _ reduction: [UInt8]) {
         rows &+= count
