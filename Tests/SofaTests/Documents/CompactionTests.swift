@@ -225,15 +225,7 @@ import Testing
         let db = try Database(path: path, options: testOptions())
         try db.put(["a": 1], id: "a")
         try db.close()
-        let leftover = path + "/docs.compact"
-        #expect(FileManager.default.createFile(atPath: leftover, contents: Data(repeating: 7, count: 100)))
-
-        let reader = try Database(path: path, options: testOptions(readOnly: true))
-        #expect(FileManager.default.fileExists(atPath: leftover), "read-only opening changes nothing")
-        try reader.close()
-
-        let writer = try Database(path: path, options: testOptions())
-        #expect(!FileManager.default.fileExists(atPath: leftover))
+        let writer = try openRemovingLeftover(path + "/docs.compact", database: path)
         #expect(writer.documentCount == 1)
         expectSound(writer)
         try writer.close()

@@ -19,6 +19,22 @@ final class TemporaryDatabaseDirectory {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
+/// Plants `leftover` (100 bytes) in the closed database at `path`, checks a read-only open keeps it and a
+/// writable open removes it, and returns that writable database for the caller's further checks.
+func openRemovingLeftover(_ leftover: String, database path: String,
+                          sourceLocation: SourceLocation = #_sourceLocation) throws -> Database {
+    #expect(FileManager.default.createFile(atPath: leftover, contents: Data(repeating: 7, count: 100)),
+            sourceLocation: sourceLocation)
+    let reader = try Database(path: path, options: testOptions(readOnly: true))
+    #expect(FileManager.default.fileExists(atPath: leftover), "a read-only open changes nothing",
+            sourceLocation: sourceLocation)
+    try reader.close()
+    let writer = try Database(path: path, options: testOptions())
+    #expect(!FileManager.default.fileExists(atPath: leftover), "a writable open removes it",
+            sourceLocation: sourceLocation)
+    return writer
+}
+
 /// Fast options for tests: no fsync (durability is the storage tests' subject).
 func testOptions(readOnly: Bool = false, revisionTreeDepth: Int = 20) -> DatabaseOptions {
     DatabaseOptions(readOnly: readOnly, durability: .none, revisionTreeDepth: revisionTreeDepth)

@@ -101,15 +101,7 @@ import Testing
             for i in 0..<10 { try db.put(["n": .number(Double(i))], id: "d\(i)") }
             try db.close()
         }
-        let leftover = path + "/views/" + ExternalSorter.runFilePrefix + "abc123"
-        #expect(FileManager.default.createFile(atPath: leftover, contents: Data(repeating: 7, count: 100)))
-
-        let readOnly = try Database(path: path, options: testOptions(readOnly: true))
-        #expect(FileManager.default.fileExists(atPath: leftover), "a read-only open changes nothing")
-        try readOnly.close()
-
-        let db = try Database(path: path, options: testOptions())
-        #expect(!FileManager.default.fileExists(atPath: leftover))
+        let db = try openRemovingLeftover(path + "/views/" + ExternalSorter.runFilePrefix + "abc123", database: path)
         #expect(try db.viewNames == ["n"])
         let view = try #require(db.existingView(named: "n"))
         #expect(try view.createQuery().run().first?.value == .number(10))
