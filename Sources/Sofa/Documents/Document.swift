@@ -33,13 +33,17 @@ public struct Document: Sendable, Equatable {
     public var revisionID: String { revision.description }
 
     /// The body with `_id` and `_rev` first (and `"_deleted": true` for a tombstone), as Couchbase Lite shows
-    /// a document.
+    /// a document. They are always this document's own: a stored body's `_id` or `_rev` member (a put never
+    /// stores one) does not replace them, as it does not for the map function.
     public var properties: JSON {
         var members = JSONObject(minimumCapacity: (userProperties.objectValue?.count ?? 0) + 3)
         members["_id"] = .string(id)
         members["_rev"] = .string(revisionID)
         if isDeleted { members["_deleted"] = true }
-        for (key, value) in userProperties.objectValue ?? [:] { members[key] = value }
+        for (key, value) in userProperties.objectValue ?? [:]
+        where key != "_id" && key != "_rev" && !(isDeleted && key == "_deleted") {
+            members[key] = value
+        }
         return .object(members)
     }
 

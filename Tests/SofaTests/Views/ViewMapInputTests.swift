@@ -60,6 +60,11 @@ import Testing
             #expect(row.value?["members"] == .array(want.members), "\(id)")
             #expect(row.value?["n"] == .number(want.n), "\(id)")
             #expect(try db.document(id: id)?.revisionID == want.rev, "\(id)")
+            // The document's properties agree with what the map saw: its own `_id` and `_rev`.
+            let properties = try #require(try db.document(id: id)).properties
+            #expect(properties["_id"] == .string(id), "\(id)")
+            #expect(properties["_rev"] == .string(want.rev), "\(id)")
+            #expect(properties["n"] == .number(want.n), "\(id)")
         }
         // The stored `_id` values are not keys; "plain" has one row although "own-both" stored `_id: "plain"`.
         #expect(ids(try run(view) { $0.keys = ["someone-else", "zz"] }).isEmpty)
