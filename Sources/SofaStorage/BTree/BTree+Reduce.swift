@@ -34,7 +34,14 @@ extension BTree {
     /// does; only when the range begins with whole subtrees whose leaves the reduce does not read is it found
     /// by one more descent.
     package func reduceAndFirstEntry(in range: KeyRange) throws -> (reduction: Reduction, first: NodeSlice?) {
-        var parts = try reduceParts(in: range, reducer: configuration.reducer, wantsFirst: true)
+        try reduceAndFirstEntry(in: range, through: self)
+    }
+
+    /// ``reduceAndFirstEntry(in:)`` reading the nodes of its descent from `source` (a thread's ``BTreeReader``).
+    func reduceAndFirstEntry<Source: NodeSource>(in range: KeyRange, through source: Source) throws
+        -> (reduction: Reduction, first: NodeSlice?)
+    {
+        var parts = try reduceParts(in: range, reducer: configuration.reducer, wantsFirst: true, through: source)
         let reduction = try parts.finish()
         guard reduction.rowCount > 0 else { return (reduction, nil) }
         if let first = parts.first { return (reduction, first) }
@@ -48,26 +55,36 @@ extension BTree {
     }
 
     private func reduce(in range: KeyRange, countOnly: Bool) throws -> Reduction {
-        var parts = try reduceParts(in: range, reducer: countOnly ? nil : configuration.reducer, wantsFirst: false)
+        var parts = try reduceParts(in: range, reducer: countOnly ? nil : configuration.reducer, wantsFirst: false,
+                                    through: self)
         return try parts.finish()
     }
 
     /// The pieces of the reduction of `range`: stored reductions of the subtrees wholly inside it, plus the rows
     /// of the leaves on its edges (and, when `wantsFirst`, the first of them, if a leaf gave the first rows).
-    private func reduceParts(in range: KeyRange, reducer: (any Reducer)?, wantsFirst: Bool) throws -> Parts {
+    private func reduceParts<Source: NodeSource>(in range: KeyRange, reducer: (any Reducer)?, wantsFirst: Bool,
+                                                 through source: Source) throws -> Parts {
         var parts = Parts(reducer: reducer, wantsFirst: wantsFirst)
         guard let root, !range.isEmpty else { return parts }
         if range.lower == nil && range.upper == nil {
             parts.addSubtree(root.rowCount, root.reduction)
         } else {
-            try accumulate(root.offset, low: nil, range: range, into: &parts)
+            try accumulate(root.offset, depth: 0, low: nil, range: range, into: &parts, through: source)
         }
         return parts
     }
 
-    private func accumulate(_ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange,
-                            into parts: inout Parts) throws {
-        let node = try node(at: offset)
+    private func accumulate<Source: NodeSource>(_ offset: UInt64, depth: Int, low: UnsafeRawBufferPointer?,
+                                                range: KeyRange, into parts: inout Parts,
+                                                through source: Source) throws {
+        try source.withNode(at: offset, depth: depth) { node in
+            try accumulate(node, depth: depth, low: low, range: range, into: &parts, through: source)
+        }
+    }
+
+    private func accumulate<Source: NodeSource>(_ node: Node, depth: Int, low: UnsafeRawBufferPointer?,
+                                                range: KeyRange, into parts: inout Parts,
+                                                through source: Source) throws {
         if node.isLeaf {
             let span = leafSpan(node, range)
             if !span.isEmpty {
@@ -95,7 +112,8 @@ extension BTree {
                 try parts.addSubtrees(runRows, run)
                 run.removeAll(keepingCapacity: true)
                 runRows = 0
-                try accumulate(node.childOffset(i), low: childLow, range: range, into: &parts)
+                try accumulate(node.childOffset(i), depth: depth + 1, low: childLow, range: range, into: &parts,
+                               through: source)
             }
         }
         try parts.addSubtrees(runRows, run)
