@@ -31,9 +31,12 @@ package final class BTreeReader {
     /// `depths × slotsPerLevel` slots; slot `depth × slotsPerLevel + hash(offset)` holds a node of that depth.
     private var slots: UnsafeMutablePointer<Slot>
     private var depths = 0
-    /// The mapping the last chunk read used (see ``StorageFile/withChunk(at:limit:mapping:scratch:_:)``).
+    /// The mapping the last chunk read used (see ``StorageFile/chunkBytes(at:limit:mapping:scratch:)``).
     private var mapping: Mapping?
     private let scratch = ScratchBuffer()
+    /// The leaf last read in place, and its payload bytes (in `scratch` or `mapping`, valid until the next
+    /// read): sorted range reduces often begin in the leaf the previous one ended in.
+    private var lastLeaf: (offset: UInt64, bytes: UnsafeRawBufferPointer)?
     /// Reads answered from the memo and from the node cache or the file, for tests and benchmarks.
     package private(set) var memoHits = 0
     package private(set) var memoMisses = 0
@@ -120,17 +123,12 @@ package final class BTreeReader {
             } else {
                 if let cached = tree.file.nodeCache.node(at: offset) {
                     node = remember(cached, at: offset, depth: depth)
+                } else if let leaf = try leafInPlace(at: offset) {
+                    // Searched in place, neither decoded nor cached.
+                    return try body(try LeafLookup.value(for: key, inLeaf: leaf, chunkOffset: offset,
+                                                         path: tree.file.path))
                 } else {
-                    // Read in place: a leaf is searched there; an inner node (nearly always cached already) is
-                    // decoded and cached through the tree.
-                    let path = tree.file.path
-                    let leafAnswer: R?? = try tree.file.withChunk(at: offset, limit: tree.limit, mapping: &mapping,
-                                                                   scratch: scratch) { kind, bytes in
-                        guard kind == .leaf else { return R??.none }
-                        return .some(try body(try LeafLookup.value(for: key, inLeaf: bytes, chunkOffset: offset,
-                                                                     path: path)))
-                    }
-                    if let leafAnswer { return leafAnswer! }
+                    // An inner node (nearly always cached already): decoded and cached through the tree.
                     node = remember(try tree.node(at: offset), at: offset, depth: depth)
                 }
             }
@@ -156,9 +154,24 @@ package final class BTreeReader {
         try withValue(for: key, cachingLeaf: cachingLeaf) { $0.map { Array($0) } }
     }
 
+    /// The payload bytes of the node at `offset` (below the tree's finite limit) when it is a leaf, read from
+    /// the file into the reader's buffer (or the last leaf so read, again); nil when it is an inner node. Valid
+    /// until the reader's next read.
+    private func leafInPlace(at offset: UInt64) throws -> UnsafeRawBufferPointer? {
+        if let lastLeaf, lastLeaf.offset == offset { return lastLeaf.bytes }
+        lastLeaf = nil  // its bytes are about to be overwritten
+        let (kind, bytes) = try tree.file.chunkBytes(at: offset, limit: tree.limit, mapping: &mapping,
+                                                     scratch: scratch)
+        guard kind == .leaf else { return nil }
+        lastLeaf = (offset, bytes)
+        return bytes
+    }
+
     // MARK: - Reduces
 
-    /// ``BTree/reduceAndFirstEntry(in:)``, its nodes read through the memo.
+    /// ``BTree/reduceAndFirstEntry(in:)``, its inner nodes read through the memo, and the leaves on the range's
+    /// edges that are not in the memo or the node cache read in place (not decoded, not cached; the first row
+    /// is then a copy).
     package func reduceAndFirstEntry(in range: KeyRange) throws -> (reduction: Reduction, first: NodeSlice?) {
         try tree.reduceAndFirstEntry(in: range, through: self)
     }
@@ -176,16 +189,40 @@ private enum DescentStep {
 protocol NodeSource {
     /// Calls `body` with the node at `offset`, `depth` below the root; `body` may read deeper nodes.
     func withNode<R>(at offset: UInt64, depth: Int, _ body: (Node) throws -> R) throws -> R
+    /// When the node at `offset` is a leaf the source reads in place, adds its rows of `range` to `parts` and
+    /// returns true; false when the node is to be read with ``withNode(at:depth:_:)``.
+    func reduceLeafInPlace(at offset: UInt64, depth: Int, range: KeyRange, into parts: inout ReduceParts) throws
+        -> Bool
 }
 
 extension BTree: NodeSource {
     func withNode<R>(at offset: UInt64, depth: Int, _ body: (Node) throws -> R) throws -> R {
         try body(node(at: offset))
     }
+
+    func reduceLeafInPlace(at offset: UInt64, depth: Int, range: KeyRange, into parts: inout ReduceParts) throws
+        -> Bool
+    {
+        false
+    }
 }
 
 extension BTreeReader: NodeSource {
     func withNode<R>(at offset: UInt64, depth: Int, _ body: (Node) throws -> R) throws -> R {
         try node(at: offset, depth: depth)._withUnsafeGuaranteedRef(body)
+    }
+
+    func reduceLeafInPlace(at offset: UInt64, depth: Int, range: KeyRange, into parts: inout ReduceParts) throws
+        -> Bool
+    {
+        guard tree.limit != StorageFile.unlimited, offset < tree.limit else { return false }
+        if depth < depths, slots[BTreeReader.slot(offset, depth: depth)].offset == offset { return false }
+        if let cached = tree.file.nodeCache.node(at: offset) {
+            _ = remember(cached, at: offset, depth: depth)
+            return false
+        }
+        guard let leaf = try leafInPlace(at: offset) else { return false }
+        try parts.addLeafRows(leaf, chunkOffset: offset, range: range, path: tree.file.path)
+        return true
     }
 }

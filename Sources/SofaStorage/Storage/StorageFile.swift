@@ -335,16 +335,16 @@ public final class StorageFile: @unchecked Sendable {
                             offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
     }
 
-    /// Calls `body` with the kind and payload bytes of the chunk at `offset` (below `limit`, a finite limit: a
-    /// commit's end or a written length, never ``unlimited``), checked as ``readChunk(at:kind:limit:)`` checks
-    /// it, without making a ``ChunkPayload``: a compressed payload is decompressed into `scratch`, a reusable
-    /// buffer of the caller's, and `mapping` keeps the mapping of the last call, so that a thread reading many
-    /// chunks takes the file's lock only when the mapping it holds does not reach `limit`. The bytes are valid
-    /// during the call only. For one thread's readers (``BTreeReader``).
+    /// The kind and payload bytes of the chunk at `offset` (below `limit`, a finite limit: a commit's end or a
+    /// written length, never ``unlimited``), checked as ``readChunk(at:kind:limit:)`` checks it, without making a
+    /// ``ChunkPayload``: a compressed payload is decompressed into `scratch`, a reusable buffer of the caller's,
+    /// and `mapping` keeps the mapping of the last call, so that a thread reading many chunks takes the file's
+    /// lock only when the mapping it holds does not reach `limit`. The bytes stay valid while the caller keeps
+    /// `mapping` and until its next use of `scratch`. For one thread's readers (``BTreeReader``).
     ///
     /// - Throws: as ``readChunk(at:kind:limit:)``.
-    func withChunk<R>(at offset: UInt64, limit: UInt64, mapping held: inout Mapping?, scratch: ScratchBuffer,
-                      _ body: (ChunkKind, UnsafeRawBufferPointer) throws -> R) throws -> R {
+    func chunkBytes(at offset: UInt64, limit: UInt64, mapping held: inout Mapping?,
+                    scratch: ScratchBuffer) throws -> (kind: ChunkKind, bytes: UnsafeRawBufferPointer) {
         precondition(limit != StorageFile.unlimited, "a thread's reader reads below a finite limit")
         let mapping: Mapping
         if let held, UInt64(held.length) >= limit {
@@ -361,7 +361,7 @@ public final class StorageFile: @unchecked Sendable {
         let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(limit - offset))
         let prefix = try Chunk.check(available, offset: offset, path: path, expecting: nil)
         let stored = UnsafeRawBufferPointer(rebasing: available[FileFormat.chunkPrefixSize..<prefix.totalLength])
-        guard prefix.isCompressed else { return try body(prefix.kind, stored) }
+        guard prefix.isCompressed else { return (prefix.kind, stored) }
         let out = scratch.reserve(prefix.rawLength)
         let n = LZ4_decompress_safe(
             stored.baseAddress!.assumingMemoryBound(to: CChar.self), out.assumingMemoryBound(to: CChar.self),
@@ -370,7 +370,7 @@ public final class StorageFile: @unchecked Sendable {
             throw SofaError(.corruption, "chunk does not decompress to its declared \(prefix.rawLength) bytes",
                             path: path, offset: Int(clamping: offset))
         }
-        return try body(prefix.kind, UnsafeRawBufferPointer(start: out, count: prefix.rawLength))
+        return (prefix.kind, UnsafeRawBufferPointer(start: out, count: prefix.rawLength))
     }
 
     /// Recomputes `commit`'s data check (FORMAT.md §5: the CRC32C of its data bytes, recorded by a one-sync
