@@ -174,14 +174,6 @@ final class DocumentSnapshot: Sendable {
         }
     }
 
-    /// ``record(_:cachingLeaf:)`` through `reader`, a thread's reader of ``byID`` (a view update's mapping
-    /// chunk), leaving the leaf out of the node cache.
-    func record(_ id: UnsafeRawBufferPointer, reader: BTreeReader) throws -> DocumentRecord? {
-        try reader.withValue(for: id, cachingLeaf: false) { entry in
-            try entry.map { try DocumentRecord(decoding: $0, path: path) }
-        }
-    }
-
     /// The JSON of a stored body.
     func body(_ stored: StoredBody) throws -> JSON {
         try body(stored, leading: [])!  // no leading member, so no name can collide

@@ -18,9 +18,11 @@ struct Mapper: Sendable {
     /// Counts map calls (tests check that an update maps only changed documents).
     let calls: MapCallCounter?
 
-    /// Runs the map on one document's winning revision and appends its rows to `out`.
-    func map(id: UnsafeRawBufferPointer, record: DocumentRecord, snapshot: DocumentSnapshot,
-             into out: inout MappedChunk) throws {
+    /// Runs the map on one document's winning revision and appends its rows to `out`. `inlineBody` is the
+    /// winner's inline body when the caller decoded the record without copying it (``DocumentRecord/init(decoding:path:bodyOf:at:)``);
+    /// nil to read the body the record holds.
+    func map(id: UnsafeRawBufferPointer, record: DocumentRecord, inlineBody: UnsafeRawBufferPointer? = nil,
+             snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
         let idStart = out.documentBytes.count
         out.documentBytes.append(contentsOf: id)
@@ -32,12 +34,15 @@ struct Mapper: Sendable {
         // The properties as Document.properties shows them (`_id`, `_rev`, then the body), parsed in one pass
         // with `_id` and `_rev` already in place.
         let document: JSON
-        if let parsed = try snapshot.body(winner.body, leading: [("_id", .string(idString)),
-                                                                  ("_rev", .string(winner.id.description))]) {
+        func parsedBody(leading: [(String, JSON)]) throws -> JSON? {
+            guard let inlineBody else { return try snapshot.body(winner.body, leading: leading) }
+            return try DocumentSnapshot.parseBody(inlineBody, leading: leading, path: snapshot.path, offset: 0)
+        }
+        if let parsed = try parsedBody(leading: [("_id", .string(idString)), ("_rev", .string(winner.id.description))]) {
             document = parsed
         } else {
             // The body has an `_id` or `_rev` member of its own (a put never stores one): it keeps its place.
-            var body = try snapshot.body(winner.body)
+            var body = try parsedBody(leading: [])!  // no leading member, so no name can collide
             guard case .object(var members) = body else { return }
             body = .null  // `members` is now the only reference: inserting does not copy it
             members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
@@ -213,22 +218,29 @@ extension ViewIndex {
                             for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
                                 let item = batch.items[i]
                                 let id = UnsafeRawBufferPointer(rebasing: bytes[item.id])
-                                let record: DocumentRecord?
+                                // The document's by-ID entry, mapped in place: its winner's inline body is parsed
+                                // from the entry's bytes, never copied out of them.
+                                func mapEntry(_ entry: UnsafeRawBufferPointer?) throws {
+                                    guard let entry else {
+                                        let start = mapped.documentBytes.count
+                                        mapped.documentBytes.append(contentsOf: id)
+                                        mapped.documents.append((start..<mapped.documentBytes.count,
+                                                                 mapped.rows.count..<mapped.rows.count,
+                                                                 mapped.documentBytes.count..<mapped.documentBytes.count))
+                                        return
+                                    }
+                                    var body: Range<Int>?
+                                    let record = try DocumentRecord(decoding: entry, path: snapshot.path, bodyOf: nil,
+                                                                    at: &body)
+                                    try mapper.map(id: id, record: record,
+                                                   inlineBody: body.map { UnsafeRawBufferPointer(rebasing: entry[$0]) },
+                                                   snapshot: snapshot, into: &mapped)
+                                }
                                 if let entry = item.entry {
-                                    let entryBytes = UnsafeRawBufferPointer(rebasing: bytes[entry])
-                                    record = try DocumentRecord(decoding: entryBytes, path: snapshot.path)
+                                    try mapEntry(UnsafeRawBufferPointer(rebasing: bytes[entry]))
                                 } else {
                                     // Scattered lookups, each leaf read once: kept out of the node cache.
-                                    record = try snapshot.record(id, reader: byID)
-                                }
-                                if let record {
-                                    try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
-                                } else {
-                                    let start = mapped.documentBytes.count
-                                    mapped.documentBytes.append(contentsOf: id)
-                                    mapped.documents.append((start..<mapped.documentBytes.count,
-                                                             mapped.rows.count..<mapped.rows.count,
-                                                             mapped.documentBytes.count..<mapped.documentBytes.count))
+                                    try byID.withValue(for: id, cachingLeaf: false, mapEntry)
                                 }
                                 if let previousBack {
                                     mapped.previousBack.append(try readers.reader(1, of: previousBack)
