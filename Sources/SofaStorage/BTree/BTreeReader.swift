@@ -5,10 +5,11 @@
 /// Every read of a plain ``BTree`` starts at the root and asks the file's ``NodeCache`` for each node of the
 /// path: a lock round trip, and a retain and release of the node. With two threads reading at once, the root and
 /// the upper inner nodes are the same objects on both, so their reference counts (and the cache's lock word)
-/// bounce between the cores' caches on every node visit. A reader keeps, per depth below the root, a small
-/// direct-mapped memo of the nodes its reads went through (32 slots a level, one reference each, taken once) and
-/// lends them to each later read without a retain, a release or a cache probe: the root and the upper levels
-/// are then read from the memo, and a run of sorted reads finds the path it shares with the previous one there.
+/// bounce between the cores' caches on every node visit. A reader keeps, per depth below the root, a
+/// direct-mapped memo of the inner nodes its reads went through (1,024 slots a level, one reference each, taken
+/// once), and the last leaf it read as a node, and lends them to each later read without a retain, a release or
+/// a cache probe: the root and the upper levels are then read from the memo, and a run of sorted reads finds the
+/// path it shares with the previous one there.
 ///
 /// A leaf that a lookup reads from the file without caching it (`cachingLeaf` false) is decompressed into a
 /// buffer of the reader's and searched in place (``LeafLookup``), so a one-shot leaf costs no allocation, and the
@@ -26,8 +27,13 @@ package final class BTreeReader {
         var node: Unmanaged<Node>?
     }
 
-    /// Slots per depth: a power of two.
-    private static let slotsPerLevel = 32
+    /// Inner-node slots per depth: a power of two. Enough for the level above the leaves of a 1M-document
+    /// by-ID tree (about a thousand inner nodes), so that scattered lookups find it here too.
+    private static let slotsPerLevel = 1024
+    /// The leaf last read as a node (from the node cache, or decoded), kept in a slot of its own: leaves are
+    /// not memoized by depth (a table of them would keep thousands alive), but a run of sorted reads often
+    /// reads the same one again.
+    private var leaf: (offset: UInt64, node: Node)?
     /// `depths × slotsPerLevel` slots; slot `depth × slotsPerLevel + hash(offset)` holds a node of that depth.
     private var slots: UnsafeMutablePointer<Slot>
     private var depths = 0
@@ -55,12 +61,16 @@ package final class BTreeReader {
 
     @inline(__always)
     private static func slot(_ offset: UInt64, depth: Int) -> Int {
-        depth &* slotsPerLevel &+ Int(truncatingIfNeeded: (offset &* 0x9E37_79B9_7F4A_7C15) >> 59)
+        depth &* slotsPerLevel &+ Int(truncatingIfNeeded: (offset &* 0x9E37_79B9_7F4A_7C15) >> 54)
     }
 
     /// The memo's node at `offset` for `depth`, if it holds it.
     @inline(__always)
     private func remembered(_ offset: UInt64, depth: Int) -> Unmanaged<Node>? {
+        if let leaf, leaf.offset == offset {
+            memoHits += 1
+            return Unmanaged.passUnretained(leaf.node)
+        }
         guard depth < depths else { return nil }
         let s = slots[BTreeReader.slot(offset, depth: depth)]
         guard s.offset == offset, let node = s.node else { return nil }
@@ -68,10 +78,15 @@ package final class BTreeReader {
         return node
     }
 
-    /// Keeps `node` (at `offset`, `depth` below the root) in the memo, in place of the node its slot held: safe
-    /// because a node is only lent while its read is at that depth, and a descent replaces only deeper ones.
+    /// Keeps `node` (at `offset`, `depth` below the root) in the memo, in place of the node its slot held (a
+    /// leaf in place of the last leaf): safe because a node is only lent while its read is at that depth, and a
+    /// descent replaces only deeper ones; one leaf is lent at a time.
     private func remember(_ node: Node, at offset: UInt64, depth: Int) -> Unmanaged<Node> {
         memoMisses += 1
+        if node.isLeaf {
+            leaf = (offset, node)
+            return Unmanaged.passUnretained(node)
+        }
         if depth >= depths { grow(to: depth + 1) }
         let i = BTreeReader.slot(offset, depth: depth)
         slots[i].node?.release()
@@ -216,6 +231,7 @@ extension BTreeReader: NodeSource {
         -> Bool
     {
         guard tree.limit != StorageFile.unlimited, offset < tree.limit else { return false }
+        if leaf?.offset == offset { return false }
         if depth < depths, slots[BTreeReader.slot(offset, depth: depth)].offset == offset { return false }
         if let cached = tree.file.nodeCache.node(at: offset) {
             _ = remember(cached, at: offset, depth: depth)
