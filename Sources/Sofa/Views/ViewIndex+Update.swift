@@ -19,8 +19,8 @@ struct Mapper: Sendable {
     let calls: MapCallCounter?
 
     /// Runs the map on one document's winning revision and appends its rows to `out`. `inlineBody` is the
-    /// winner's inline body when the caller decoded the record without copying it (``DocumentRecord/init(decoding:path:bodyOf:at:)``);
-    /// nil to read the body the record holds.
+    /// winner's inline body when the caller decoded the record without copying it
+    /// (``DocumentRecord/init(decoding:path:bodyOf:at:)``); nil to read the body the record holds.
     func map(id: UnsafeRawBufferPointer, record: DocumentRecord, inlineBody: UnsafeRawBufferPointer? = nil,
              snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
@@ -38,7 +38,8 @@ struct Mapper: Sendable {
             guard let inlineBody else { return try snapshot.body(winner.body, leading: leading) }
             return try DocumentSnapshot.parseBody(inlineBody, leading: leading, path: snapshot.path, offset: 0)
         }
-        if let parsed = try parsedBody(leading: [("_id", .string(idString)), ("_rev", .string(winner.id.description))]) {
+        if let parsed = try parsedBody(leading: [("_id", .string(idString)),
+                                                 ("_rev", .string(winner.id.description))]) {
             document = parsed
         } else {
             // The body has an `_id` or `_rev` member of its own (a put never stores one): it keeps its place.
@@ -224,9 +225,9 @@ extension ViewIndex {
                                     guard let entry else {
                                         let start = mapped.documentBytes.count
                                         mapped.documentBytes.append(contentsOf: id)
-                                        mapped.documents.append((start..<mapped.documentBytes.count,
-                                                                 mapped.rows.count..<mapped.rows.count,
-                                                                 mapped.documentBytes.count..<mapped.documentBytes.count))
+                                        let end = mapped.documentBytes.count
+                                        mapped.documents.append((start..<end, mapped.rows.count..<mapped.rows.count,
+                                                                 end..<end))
                                         return
                                     }
                                     var body: Range<Int>?

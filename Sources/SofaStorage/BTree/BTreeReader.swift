@@ -11,14 +11,16 @@
 /// a cache probe: the root and the upper levels are then read from the memo, and a run of sorted reads finds the
 /// path it shares with the previous one there.
 ///
-/// A leaf that a lookup reads from the file without caching it (`cachingLeaf` false) is decompressed into a
-/// buffer of the reader's and searched in place (``LeafLookup``), so a one-shot leaf costs no allocation, and the
-/// reader keeps the file's mapping, so reading it takes the file's lock only when the mapping has grown.
+/// A leaf that a lookup reads from the file without caching it (`cachingLeaf` false), or that a range reduce reads
+/// on its range's edge, is decompressed into a buffer of the reader's and walked in place (``LeafLookup``,
+/// ``ReduceParts/addLeafRows(_:chunkOffset:range:path:)``): no `Node`, no allocation, no cache insert. The reader
+/// keeps the file's mapping, so reading a chunk takes the file's lock only when the mapping has grown.
 ///
 /// Answers are those of the plain ``BTree`` reads: the memo holds immutable nodes by offset (a chunk never
-/// changes while a commit reaches it), and a chunk read by the reader is checked as ``StorageFile/readChunk(at:kind:limit:)``
-/// checks it (CRC32C, lengths, decompressed size), so a damaged node gives the same `.corruption` error. Not
-/// thread-safe: one per thread, alive no longer than the operation it serves (nodes it holds stay in memory).
+/// changes while a commit reaches it), and a chunk read by the reader is checked as
+/// ``StorageFile/readChunk(at:kind:limit:)`` checks it (CRC32C, lengths, decompressed size), so a damaged node
+/// gives the same `.corruption` error. Not thread-safe: one per thread, alive no longer than the operation it
+/// serves (the nodes it holds stay in memory while it lives).
 package final class BTreeReader {
     /// The tree read.
     package let tree: BTree
@@ -43,8 +45,9 @@ package final class BTreeReader {
     /// The leaf last read in place, and its payload bytes (in `scratch` or `mapping`, valid until the next
     /// read): sorted range reduces often begin in the leaf the previous one ended in.
     private var lastLeaf: (offset: UInt64, bytes: UnsafeRawBufferPointer)?
-    /// Reads answered from the memo and from the node cache or the file, for tests and benchmarks.
+    /// Node visits answered from the memo, for tests and benchmarks.
     package private(set) var memoHits = 0
+    /// Node visits that went to the node cache or the file and were then kept in the memo.
     package private(set) var memoMisses = 0
 
     /// A reader of `tree`.
