@@ -85,6 +85,8 @@ import Testing
         #expect(backward == rows.reversed(), "\(context): full descending scan")
         #expect(Int64SumReducer.decode(tree.reduction ?? []) ?? 0 == (rows.isEmpty ? 0 : Self.sumOf(rows)),
                 "\(context): whole-tree reduction")
+        // A thread's reader, kept across this check's reads: the same answers through its memo.
+        let reader = BTreeReader(tree)
         for _ in 0..<6 {
             let a = Int.random(in: -1...6001, using: &rng), b = Int.random(in: -1...6001, using: &rng)
             let lo = KeyBound(numericKey(max(0, min(a, b))), inclusive: Bool.random(using: &rng))
@@ -108,6 +110,10 @@ import Testing
                 return Row(key: Array(node.key(i)), value: slice.withUnsafeBytes { Array($0) })
             }
             #expect(firstRow == expected.first, "\(context): first row \(range)")
+            let (readerReduction, readerFirst) = try reader.reduceAndFirstEntry(in: range)
+            #expect(readerReduction == reduced, "\(context): reader's reduce with first row")
+            #expect(readerFirst?.withUnsafeBytes { Array($0) } == expected.first?.value,
+                    "\(context): reader's first row \(range)")
             let skip = UInt64.random(in: 0...UInt64(expected.count + 2), using: &rng)
             var skipped: [Row] = []
             try tree.forEach(in: range, descending: descending, skip: skip) { k, v in
@@ -139,6 +145,9 @@ import Testing
             let n = Int.random(in: 0..<6000, using: &rng)
             let want = rows.first { $0.key == Self.key(n) }?.value
             #expect(try tree.get(Self.key(n)) == want, "\(context): get \(n)")
+            let cachingLeaf = Bool.random(using: &rng)
+            #expect(try Self.key(n).withUnsafeBytes { try reader.get($0, cachingLeaf: cachingLeaf) } == want,
+                    "\(context): reader's get \(n)")
         }
     }
 

@@ -130,11 +130,13 @@ struct GroupChanges {
         values.withUnsafeMutableBufferPointer { out in
             let out = UnsafeSendableBuffer(out)
             let chunk = 64
-            // Each iteration writes only its own slots of `out`.
-            DispatchQueue.concurrentPerform(iterations: (keys.count + chunk - 1) / chunk) { c in
+            // Each chunk writes only its own slots of `out`. A worker's reader keeps the nodes its reduces went
+            // through: the groups are sorted, so consecutive ones share most of their descent.
+            DispatchQueue.forEachChunk((keys.count + chunk - 1) / chunk) { c, readers in
+                let rows = readers.reader(0, of: reader)
                 for i in (c * chunk)..<min(keys.count, (c + 1) * chunk) {
                     out.buffer[i] = Result {
-                        try ViewIndex.groupValue(rows: reader, level: keys[i][0], prefix: Array(keys[i].dropFirst()))
+                        try ViewIndex.groupValue(rows: rows, level: keys[i][0], prefix: Array(keys[i].dropFirst()))
                     }
                 }
             }
@@ -156,7 +158,8 @@ extension ViewIndex {
     /// The groups-tree value of the group with `prefix` at `level`, computed over `rows`: an O(log n) range
     /// reduce that also picks up its first row (from the leaf on the range's lower edge). Nil when the group
     /// has no row.
-    static func groupValue(rows: BTree, level: UInt8, prefix: [UInt8]) throws -> [UInt8]? {
+    /// `rows` is a thread's reader of the rows tree: a run of groups in key order shares its descents.
+    static func groupValue(rows: BTreeReader, level: UInt8, prefix: [UInt8]) throws -> [UInt8]? {
         let (reduction, first) = try rows.reduceAndFirstEntry(in: GroupAggregate.rowRange(prefix))
         guard reduction.rowCount > 0 else { return nil }
         guard let first else {

@@ -1,4 +1,7 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import SofaStorage
 import Synchronization
 
@@ -15,9 +18,11 @@ struct Mapper: Sendable {
     /// Counts map calls (tests check that an update maps only changed documents).
     let calls: MapCallCounter?
 
-    /// Runs the map on one document's winning revision and appends its rows to `out`.
-    func map(id: UnsafeRawBufferPointer, record: DocumentRecord, snapshot: DocumentSnapshot,
-             into out: inout MappedChunk) throws {
+    /// Runs the map on one document's winning revision and appends its rows to `out`. `inlineBody` is the
+    /// winner's inline body when the caller decoded the record without copying it
+    /// (``DocumentRecord/init(decoding:path:bodyOf:at:)``); nil to read the body the record holds.
+    func map(id: UnsafeRawBufferPointer, record: DocumentRecord, inlineBody: UnsafeRawBufferPointer? = nil,
+             snapshot: DocumentSnapshot, into out: inout MappedChunk) throws {
         let firstRow = out.rows.count
         let idStart = out.documentBytes.count
         out.documentBytes.append(contentsOf: id)
@@ -29,12 +34,16 @@ struct Mapper: Sendable {
         // The properties as Document.properties shows them (`_id`, `_rev`, then the body), parsed in one pass
         // with `_id` and `_rev` already in place.
         let document: JSON
-        if let parsed = try snapshot.body(winner.body, leading: [("_id", .string(idString)),
-                                                                  ("_rev", .string(winner.id.description))]) {
+        func parsedBody(leading: [(String, JSON)]) throws -> JSON? {
+            guard let inlineBody else { return try snapshot.body(winner.body, leading: leading) }
+            return try DocumentSnapshot.parseBody(inlineBody, leading: leading, path: snapshot.path, offset: 0)
+        }
+        if let parsed = try parsedBody(leading: [("_id", .string(idString)),
+                                                 ("_rev", .string(winner.id.description))]) {
             document = parsed
         } else {
             // The body has an `_id` or `_rev` member of its own (a put never stores one): it keeps its place.
-            var body = try snapshot.body(winner.body)
+            var body = try parsedBody(leading: [])!  // no leading member, so no name can collide
             guard case .object(var members) = body else { return }
             body = .null  // `members` is now the only reference: inserting does not copy it
             members.updateValue(.string(idString), forKey: "_id", insertingAt: 0)
@@ -200,33 +209,43 @@ extension ViewIndex {
             var results = [Result<MappedChunk, any Error>](repeating: .success(MappedChunk()), count: chunks)
             results.withUnsafeMutableBufferPointer { out in
                 let out = UnsafeSendableBuffer(out)
-                // Each iteration writes only its own slot of `out`.
-                DispatchQueue.concurrentPerform(iterations: chunks) { c in
+                // One worker per core takes chunks in turn, each with its own readers of the two trees, kept from
+                // chunk to chunk: their memos hold the upper nodes every lookup descends through.
+                DispatchQueue.forEachChunk(chunks) { c, readers in
+                    let byID = readers.reader(0, of: snapshot.byID)
                     out.buffer[c] = Result {
                         var mapped = MappedChunk(reservingFor: chunk)
                         try batch.bytes.withUnsafeBytes { bytes in
                             for i in (c * chunk)..<min(batch.count, (c + 1) * chunk) {
                                 let item = batch.items[i]
                                 let id = UnsafeRawBufferPointer(rebasing: bytes[item.id])
-                                let record: DocumentRecord?
+                                // The document's by-ID entry, mapped in place: its winner's inline body is parsed
+                                // from the entry's bytes, never copied out of them.
+                                func mapEntry(_ entry: UnsafeRawBufferPointer?) throws {
+                                    guard let entry else {
+                                        let start = mapped.documentBytes.count
+                                        mapped.documentBytes.append(contentsOf: id)
+                                        let end = mapped.documentBytes.count
+                                        mapped.documents.append((start..<end, mapped.rows.count..<mapped.rows.count,
+                                                                 end..<end))
+                                        return
+                                    }
+                                    var body: Range<Int>?
+                                    let record = try DocumentRecord(decoding: entry, path: snapshot.path, bodyOf: nil,
+                                                                    at: &body)
+                                    try mapper.map(id: id, record: record,
+                                                   inlineBody: body.map { UnsafeRawBufferPointer(rebasing: entry[$0]) },
+                                                   snapshot: snapshot, into: &mapped)
+                                }
                                 if let entry = item.entry {
-                                    let entryBytes = UnsafeRawBufferPointer(rebasing: bytes[entry])
-                                    record = try DocumentRecord(decoding: entryBytes, path: snapshot.path)
+                                    try mapEntry(UnsafeRawBufferPointer(rebasing: bytes[entry]))
                                 } else {
                                     // Scattered lookups, each leaf read once: kept out of the node cache.
-                                    record = try snapshot.record(Array(id), cachingLeaf: false)
-                                }
-                                if let record {
-                                    try mapper.map(id: id, record: record, snapshot: snapshot, into: &mapped)
-                                } else {
-                                    let start = mapped.documentBytes.count
-                                    mapped.documentBytes.append(contentsOf: id)
-                                    mapped.documents.append((start..<mapped.documentBytes.count,
-                                                             mapped.rows.count..<mapped.rows.count,
-                                                             mapped.documentBytes.count..<mapped.documentBytes.count))
+                                    try byID.withValue(for: id, cachingLeaf: false, mapEntry)
                                 }
                                 if let previousBack {
-                                    mapped.previousBack.append(try previousBack.get(Array(id), cachingLeaf: false))
+                                    mapped.previousBack.append(try readers.reader(1, of: previousBack)
+                                        .get(id, cachingLeaf: false))
                                 }
                             }
                         }
@@ -464,6 +483,39 @@ struct DocumentBatch {
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         items.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The ``BTreeReader``s of one worker of ``DispatchQueue/forEachChunk(_:_:)``, made on first use.
+final class WorkerReaders {
+    private var readers: [BTreeReader?] = []
+
+    /// Reader number `slot` of the worker, reading `tree` (made on first use; every call with a slot must pass
+    /// the same tree).
+    func reader(_ slot: Int, of tree: BTree) -> BTreeReader {
+        while readers.count <= slot { readers.append(nil) }
+        if let reader = readers[slot] { return reader }
+        let reader = BTreeReader(tree)
+        readers[slot] = reader
+        return reader
+    }
+}
+
+extension DispatchQueue {
+    /// Calls `body` once for each of `count` chunks, on one worker per core (fewer when there are fewer chunks),
+    /// each worker taking the next chunk not yet taken; `body` gets the chunk's number and the worker's readers,
+    /// which stay with the worker from one chunk to the next. Returns when every chunk is done.
+    static func forEachChunk(_ count: Int, _ body: @Sendable (_ chunk: Int, _ readers: WorkerReaders) -> Void) {
+        let next = Atomic<Int>(0)
+        let workers = min(count, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        concurrentPerform(iterations: workers) { _ in
+            let readers = WorkerReaders()
+            while true {
+                let c = next.add(1, ordering: .relaxed).oldValue
+                guard c < count else { return }
+                body(c, readers)
+            }
+        }
     }
 }
 

@@ -34,7 +34,14 @@ extension BTree {
     /// does; only when the range begins with whole subtrees whose leaves the reduce does not read is it found
     /// by one more descent.
     package func reduceAndFirstEntry(in range: KeyRange) throws -> (reduction: Reduction, first: NodeSlice?) {
-        var parts = try reduceParts(in: range, reducer: configuration.reducer, wantsFirst: true)
+        try reduceAndFirstEntry(in: range, through: self)
+    }
+
+    /// ``reduceAndFirstEntry(in:)`` reading the nodes of its descent from `source` (a thread's ``BTreeReader``).
+    func reduceAndFirstEntry<Source: NodeSource>(in range: KeyRange, through source: Source) throws
+        -> (reduction: Reduction, first: NodeSlice?)
+    {
+        var parts = try reduceParts(in: range, reducer: configuration.reducer, wantsFirst: true, through: source)
         let reduction = try parts.finish()
         guard reduction.rowCount > 0 else { return (reduction, nil) }
         if let first = parts.first { return (reduction, first) }
@@ -48,26 +55,37 @@ extension BTree {
     }
 
     private func reduce(in range: KeyRange, countOnly: Bool) throws -> Reduction {
-        var parts = try reduceParts(in: range, reducer: countOnly ? nil : configuration.reducer, wantsFirst: false)
+        var parts = try reduceParts(in: range, reducer: countOnly ? nil : configuration.reducer, wantsFirst: false,
+                                    through: self)
         return try parts.finish()
     }
 
     /// The pieces of the reduction of `range`: stored reductions of the subtrees wholly inside it, plus the rows
     /// of the leaves on its edges (and, when `wantsFirst`, the first of them, if a leaf gave the first rows).
-    private func reduceParts(in range: KeyRange, reducer: (any Reducer)?, wantsFirst: Bool) throws -> Parts {
-        var parts = Parts(reducer: reducer, wantsFirst: wantsFirst)
+    private func reduceParts<Source: NodeSource>(in range: KeyRange, reducer: (any Reducer)?, wantsFirst: Bool,
+                                                 through source: Source) throws -> ReduceParts {
+        var parts = ReduceParts(reducer: reducer, wantsFirst: wantsFirst)
         guard let root, !range.isEmpty else { return parts }
         if range.lower == nil && range.upper == nil {
             parts.addSubtree(root.rowCount, root.reduction)
         } else {
-            try accumulate(root.offset, low: nil, range: range, into: &parts)
+            try accumulate(root.offset, depth: 0, low: nil, range: range, into: &parts, through: source)
         }
         return parts
     }
 
-    private func accumulate(_ offset: UInt64, low: UnsafeRawBufferPointer?, range: KeyRange,
-                            into parts: inout Parts) throws {
-        let node = try node(at: offset)
+    private func accumulate<Source: NodeSource>(_ offset: UInt64, depth: Int, low: UnsafeRawBufferPointer?,
+                                                range: KeyRange, into parts: inout ReduceParts,
+                                                through source: Source) throws {
+        if try source.reduceLeafInPlace(at: offset, depth: depth, range: range, into: &parts) { return }
+        try source.withNode(at: offset, depth: depth) { node in
+            try accumulate(node, depth: depth, low: low, range: range, into: &parts, through: source)
+        }
+    }
+
+    private func accumulate<Source: NodeSource>(_ node: Node, depth: Int, low: UnsafeRawBufferPointer?,
+                                                range: KeyRange, into parts: inout ReduceParts,
+                                                through source: Source) throws {
         if node.isLeaf {
             let span = leafSpan(node, range)
             if !span.isEmpty {
@@ -95,7 +113,8 @@ extension BTree {
                 try parts.addSubtrees(runRows, run)
                 run.removeAll(keepingCapacity: true)
                 runRows = 0
-                try accumulate(node.childOffset(i), low: childLow, range: range, into: &parts)
+                try accumulate(node.childOffset(i), depth: depth + 1, low: childLow, range: range, into: &parts,
+                               through: source)
             }
         }
         try parts.addSubtrees(runRows, run)
@@ -168,7 +187,7 @@ extension BTree {
 }
 
 /// Pieces of a reduction being assembled: leaf rows reduced as they come, plus stored subtree reductions.
-private struct Parts {
+struct ReduceParts {
     let reducer: (any Reducer)?
     var rows: UInt64 = 0
     var reductions: [[UInt8]] = []
@@ -202,6 +221,45 @@ private struct Parts {
         if let reducer { reductions.append(try reducer.reduce(entries)) }
     }
 
+    /// Adds the rows of `range` in the leaf whose payload is `bytes` (the leaf chunk at `chunkOffset`, read in
+    /// place: ``BTreeReader``), walking its entries in order up to the first one past the range, as
+    /// ``LeafLookup`` does: every length is checked before use, so damage gives a corruption error, and a leaf
+    /// read to its end must end after its last entry. When ``wantsFirst`` and no row came before, ``first`` is
+    /// a copy of the first row's value (the bytes do not outlive the reader's next read).
+    mutating func addLeafRows(_ bytes: UnsafeRawBufferPointer, chunkOffset: UInt64, range: KeyRange,
+                              path: String) throws {
+        var r = ByteReader(bytes, fileOffset: chunkOffset + UInt64(FileFormat.chunkPrefixSize), path: path)
+        let n = try r.readLength(limit: bytes.count)
+        guard n > 0 else { throw r.corruption("node has no entries") }
+        var inRange: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+        var readToEnd = true
+        let lower = range.lower, upper = range.upper
+        try (lower?.key ?? []).withUnsafeBytes { lowerKey in
+            try (upper?.key ?? []).withUnsafeBytes { upperKey in
+                for _ in 0..<n {
+                    let key = try r.readLengthPrefixed()
+                    let value = try r.readLengthPrefixed()
+                    if let lower {
+                        let c = LeafLookup.order(key, lowerKey)
+                        if c < 0 || (c == 0 && !lower.inclusive) { continue }
+                    }
+                    if let upper {
+                        let c = LeafLookup.order(key, upperKey)
+                        if c > 0 || (c == 0 && !upper.inclusive) {
+                            readToEnd = false
+                            break
+                        }
+                    }
+                    inRange.append((key, value))
+                }
+            }
+        }
+        if readToEnd { guard r.isAtEnd else { throw r.corruption("node has trailing bytes after its \(n) entries") } }
+        guard !inRange.isEmpty else { return }
+        if wantsFirst && rows == 0 { first = NodeSlice(copying: inRange[0].value) }
+        try addRows(inRange)
+    }
+
     mutating func finish() throws -> Reduction {
         defer {
             rows = 0
@@ -215,7 +273,7 @@ private struct Parts {
 
 /// The state of a grouped reduce: the group in progress and the rows of the current leaf not yet reduced.
 private struct GroupFold {
-    var parts: Parts
+    var parts: ReduceParts
     let groupPrefix: (UnsafeRawBufferPointer) throws -> Int
     let body: (ReducedGroup) throws -> Bool
     var group: [UInt8]?
@@ -226,7 +284,7 @@ private struct GroupFold {
 
     init(reducer: (any Reducer)?, groupPrefix: @escaping (UnsafeRawBufferPointer) throws -> Int,
          body: @escaping (ReducedGroup) throws -> Bool) {
-        self.parts = Parts(reducer: reducer)
+        self.parts = ReduceParts(reducer: reducer)
         self.groupPrefix = groupPrefix
         self.body = body
     }

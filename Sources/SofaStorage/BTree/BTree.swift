@@ -325,6 +325,17 @@ package struct NodeSlice {
         entry = nil
     }
 
+    /// A copy of `value` (a row of a leaf read in place, whose bytes do not last: ``BTreeReader``), held in a
+    /// payload of its own.
+    init(copying value: UnsafeRawBufferPointer) {
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: max(1, value.count), alignment: 8)
+        if let base = value.baseAddress { memory.copyMemory(from: base, byteCount: value.count) }
+        let copy = ChunkPayload(taking: memory, count: value.count, offset: 0, kind: .leaf, fileLength: 0)
+        owner = copy
+        self.value = UnsafeRawBufferPointer(start: copy.base, count: value.count)
+        entry = nil
+    }
+
     /// Calls `body` with the value's bytes, valid during the call.
     package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(owner) { try body(value) }

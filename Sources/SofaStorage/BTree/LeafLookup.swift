@@ -21,8 +21,15 @@ enum LeafLookup {
                       path: String) throws -> UnsafeRawBufferPointer? {
         // Valid while `payload` lives: the caller keeps it (``NodeSlice/init(payload:value:)``) as long as the
         // returned view is used.
-        let bytes = UnsafeRawBufferPointer(start: payload.base, count: payload.count)
-        var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
+        try value(for: key, inLeaf: UnsafeRawBufferPointer(start: payload.base, count: payload.count),
+                  chunkOffset: payload.offset, path: path)
+    }
+
+    /// ``value(for:inLeaf:path:)`` in the payload bytes `bytes` of the leaf chunk at `chunkOffset` (a view into
+    /// `bytes`, valid as long as they are).
+    static func value(for key: UnsafeRawBufferPointer, inLeaf bytes: UnsafeRawBufferPointer, chunkOffset: UInt64,
+                      path: String) throws -> UnsafeRawBufferPointer? {
+        var r = ByteReader(bytes, fileOffset: chunkOffset + UInt64(FileFormat.chunkPrefixSize), path: path)
         let n = try r.readLength(limit: bytes.count)
         guard n > 0 else { throw r.corruption("node has no entries") }
         for _ in 0..<n {

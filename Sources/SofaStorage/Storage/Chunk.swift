@@ -197,3 +197,25 @@ package final class Compressor {
         return n > 0 ? UnsafeRawBufferPointer(rebasing: output[0..<Int(n)]) : nil
     }
 }
+
+/// A growable buffer one thread reuses for the payloads it decompresses
+/// (``StorageFile/chunkBytes(at:limit:mapping:scratch:)``) instead of a fresh allocation per chunk: a view update's
+/// thousands of one-shot leaf reads cost no `malloc`/`free` each. Not thread-safe: one per thread.
+final class ScratchBuffer {
+    private var memory: UnsafeMutableRawPointer?
+    private var capacity = 0
+
+    init() {}
+
+    deinit { memory?.deallocate() }
+
+    /// At least `count` bytes, valid until the next call; the contents are not kept.
+    func reserve(_ count: Int) -> UnsafeMutableRawPointer {
+        if let memory, capacity >= count { return memory }
+        memory?.deallocate()
+        capacity = max(count, 1, capacity * 2)
+        let fresh = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        memory = fresh
+        return fresh
+    }
+}

@@ -1,3 +1,4 @@
+import CLZ4
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -332,6 +333,44 @@ public final class StorageFile: @unchecked Sendable {
         }
         return ChunkPayload(mapping: mapping, base: stored.baseAddress ?? mapping.base, count: stored.count,
                             offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
+    }
+
+    /// The kind and payload bytes of the chunk at `offset` (below `limit`, a finite limit: a commit's end or a
+    /// written length, never ``unlimited``), checked as ``readChunk(at:kind:limit:)`` checks it, without making a
+    /// ``ChunkPayload``: a compressed payload is decompressed into `scratch`, a reusable buffer of the caller's,
+    /// and `mapping` keeps the mapping of the last call, so that a thread reading many chunks takes the file's
+    /// lock only when the mapping it holds does not reach `limit`. The bytes stay valid while the caller keeps
+    /// `mapping` and until its next use of `scratch`. For one thread's readers (``BTreeReader``).
+    ///
+    /// - Throws: as ``readChunk(at:kind:limit:)``.
+    func chunkBytes(at offset: UInt64, limit: UInt64, mapping held: inout Mapping?,
+                    scratch: ScratchBuffer) throws -> (kind: ChunkKind, bytes: UnsafeRawBufferPointer) {
+        precondition(limit != StorageFile.unlimited, "a thread's reader reads below a finite limit")
+        let mapping: Mapping
+        if let held, UInt64(held.length) >= limit {
+            mapping = held
+        } else {
+            mapping = try self.mapping(covering: limit)
+            held = mapping
+        }
+        guard offset < limit, limit - offset >= UInt64(FileFormat.chunkPrefixSize) else {
+            throw SofaError(.corruption, "pointer to offset \(offset) is past the end of data (\(limit))",
+                            path: path, offset: Int(clamping: offset))
+        }
+        // The mapping covers [0, limit) and `limit` is within the written file, so these bytes are backed.
+        let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(limit - offset))
+        let prefix = try Chunk.check(available, offset: offset, path: path, expecting: nil)
+        let stored = UnsafeRawBufferPointer(rebasing: available[FileFormat.chunkPrefixSize..<prefix.totalLength])
+        guard prefix.isCompressed else { return (prefix.kind, stored) }
+        let out = scratch.reserve(prefix.rawLength)
+        let n = LZ4_decompress_safe(
+            stored.baseAddress!.assumingMemoryBound(to: CChar.self), out.assumingMemoryBound(to: CChar.self),
+            Int32(stored.count), Int32(prefix.rawLength))
+        guard n == Int32(prefix.rawLength) else {
+            throw SofaError(.corruption, "chunk does not decompress to its declared \(prefix.rawLength) bytes",
+                            path: path, offset: Int(clamping: offset))
+        }
+        return (prefix.kind, UnsafeRawBufferPointer(start: out, count: prefix.rawLength))
     }
 
     /// Recomputes `commit`'s data check (FORMAT.md §5: the CRC32C of its data bytes, recorded by a one-sync

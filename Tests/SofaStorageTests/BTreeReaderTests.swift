@@ -1,0 +1,189 @@
+import Testing
+
+@testable import SofaStorage
+
+/// `BTreeReader`, one thread's reader with a memo of the nodes its reads descend through and a buffer for the
+/// leaves it reads without caching them, must answer as the plain `BTree` reads do — in any order of reads,
+/// across memo evictions, on trees of several depths — and give the same corruption errors on damaged nodes.
+@Suite struct BTreeReaderTests {
+    static func key(_ n: Int) -> [UInt8] { numericKey(n) + Array(repeating: UInt8(n % 251), count: n % 5) }
+
+    /// A committed tree of `count` rows (even numbers only, so odd ones are absent keys) with small nodes, so
+    /// that it is several levels deep with many nodes per level; and its file.
+    static func makeTree(_ dir: TemporaryDirectory, count: Int, compress: Bool, rng: inout SeededGenerator)
+        throws -> (StorageFile, BTree)
+    {
+        let path = dir.file("tree")
+        let config = BTreeConfiguration(nodeSize: 512, innerNodeSize: 200, compress: compress,
+                                        reducer: Int64SumReducer())
+        var file = try StorageFile(path: path, options: StorageOptions(durability: .none))
+        var tree = BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+        let actions = (0..<count).map { n -> BTreeAction in
+            // Values of several sizes: some compress well, some not at all.
+            let filler = (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
+            return .put(key(2 * n), int64Value(Int64(n % 1000)) + filler)
+        }
+        tree = try tree.modified(by: actions)
+        try file.commit(roots: [tree.root], metadata: [])
+        try file.close()
+        // Reopened: an empty node cache, so reads go to the file.
+        file = try StorageFile(path: path, options: StorageOptions(durability: .none))
+        return (file, BTree(file: file, commit: file.latestCommit, index: 0, configuration: config))
+    }
+
+    @Test(arguments: [true, false])
+    func answersAsTheTreeDoes(compress: Bool) throws {
+        for seed in SeededGenerator.seeds(fixed: [3]) {
+            var rng = SeededGenerator(seed: seed)
+            let dir = TemporaryDirectory()
+            let count = 6000
+            let (file, tree) = try Self.makeTree(dir, count: count, compress: compress, rng: &rng)
+            defer { try? file.close() }
+            var depth = 0
+            try tree.forEachNode { depth = max(depth, $0.level) }
+            #expect(depth >= 4, "seed \(seed): a tree deep enough to exercise the memo's levels (\(depth))")
+            let reader = BTreeReader(tree)
+            // Scattered lookups (a mapping chunk's), then sorted ones; present and absent keys, leaves cached or not.
+            var probes = (0..<3000).map { _ in Int.random(in: -2...(2 * count + 2), using: &rng) }
+            probes += probes.sorted()
+            for n in probes {
+                let key = n < 0 ? [] : Self.key(n)
+                let cachingLeaf = Bool.random(using: &rng)
+                let got = try key.withUnsafeBytes { try reader.get($0, cachingLeaf: cachingLeaf) }
+                #expect(got == (try tree.get(key)), "seed \(seed): get \(n), cachingLeaf \(cachingLeaf)")
+            }
+            #expect(reader.memoHits > reader.memoMisses, "seed \(seed): the memo serves the upper levels")
+            // Sorted range reduces (a recompute chunk's groups), narrow and wide.
+            var low = 0
+            while low < 2 * count {
+                let high = low + Int.random(in: 0...(Bool.random(using: &rng) ? 10 : 2000), using: &rng)
+                let range = KeyRange(lower: KeyBound(Self.key(low), inclusive: Bool.random(using: &rng)),
+                                     upper: KeyBound(Self.key(high), inclusive: Bool.random(using: &rng)))
+                let (reduction, first) = try reader.reduceAndFirstEntry(in: range)
+                let (expected, expectedFirst) = try tree.reduceAndFirstEntry(in: range)
+                #expect(reduction == expected, "seed \(seed): reduce \(low)...\(high)")
+                #expect(first?.withUnsafeBytes { Array($0) } == expectedFirst?.withUnsafeBytes { Array($0) },
+                        "seed \(seed): first row \(low)...\(high)")
+                low = high + Int.random(in: 1...50, using: &rng)
+            }
+        }
+    }
+
+    /// The chunk of the leaf holding `key` in `tree`: its offset and stored length (prefix included).
+    static func leafChunk(_ tree: BTree, holding key: [UInt8]) throws -> (offset: UInt64, length: Int) {
+        var found: (UInt64, Int)?
+        try tree.forEachNode { node in
+            let k = key.withUnsafeBytes { k in
+                node.firstKey.withUnsafeBytes { compareBytes($0, k) <= 0 }
+                    && node.lastKey.withUnsafeBytes { compareBytes($0, k) >= 0 }
+            }
+            if node.isLeaf && k { found = (node.offset, node.storedBytes) }
+        }
+        return try #require(found)
+    }
+
+    /// A reader reading a damaged leaf from the file (not cached) throws `.corruption`, never crashes or
+    /// answers: a flipped payload byte fails the CRC; a chunk whose declared raw length is wrong but whose CRC
+    /// was recomputed (so only decompression can tell) fails to decompress to it.
+    @Test func damagedLeavesAreCorruption() throws {
+        var rng = SeededGenerator(seed: 11)
+        for damage in ["payload byte", "raw length"] {
+            let dir = TemporaryDirectory()
+            let (file, tree) = try Self.makeTree(dir, count: 3000, compress: true, rng: &rng)
+            let key = Self.key(2 * 1234)
+            let (offset, length) = try Self.leafChunk(tree, holding: key)
+            try file.close()
+            var bytes = readFile(dir.file("tree"))
+            let start = Int(offset)
+            #expect(bytes[start + 13] & 1 == 1, "the leaf is stored compressed")
+            if damage == "payload byte" {
+                bytes[start + length - 3] ^= 0x40
+            } else {
+                let raw = UInt32(bytes[start + 8]) | UInt32(bytes[start + 9]) << 8
+                    | UInt32(bytes[start + 10]) << 16 | UInt32(bytes[start + 11]) << 24
+                let wrong = raw + 7
+                for i in 0..<4 { bytes[start + 8 + i] = UInt8(truncatingIfNeeded: wrong >> (8 * i)) }
+                let crc = CRC32C.checksum(Array(bytes[(start + 4)..<(start + length)]))
+                for i in 0..<4 { bytes[start + i] = UInt8(truncatingIfNeeded: crc >> (8 * i)) }
+            }
+            writeFile(dir.file("tree"), bytes)
+            let damaged = try StorageFile(path: dir.file("tree"), options: StorageOptions(durability: .none))
+            defer { try? damaged.close() }
+            let reopened = BTree(file: damaged, commit: damaged.latestCommit, index: 0,
+                                 configuration: tree.configuration)
+            for cachingLeaf in [false, true] {
+                let reader = BTreeReader(reopened)
+                // A lookup elsewhere first, so the upper levels are in the memo.
+                _ = try Self.key(2).withUnsafeBytes { try reader.get($0, cachingLeaf: cachingLeaf) }
+                #expect {
+                    try key.withUnsafeBytes { try reader.get($0, cachingLeaf: cachingLeaf) }
+                } throws: { error in
+                    (error as? SofaError)?.code == .corruption && (error as? SofaError)?.offset == start
+                }
+                #expect(throws: SofaError.self, "\(damage): the reduce over the damaged leaf") {
+                    try reader.reduceAndFirstEntry(in: KeyRange(lower: KeyBound(key, inclusive: true),
+                                                                upper: KeyBound(Self.key(2 * 1240), inclusive: true)))
+                }
+            }
+        }
+    }
+}
+
+/// `ReduceParts.addLeafRows`, the reader's in-place reduce of a leaf's rows, on crafted payloads: the rows of the
+/// range as a decoded leaf gives them, and corruption errors (never a read out of bounds) on damaged bytes.
+@Suite struct LeafInPlaceReduceTests {
+    static func rows(_ bytes: [UInt8], _ range: KeyRange) throws -> (count: UInt64, sum: Int64?, first: [UInt8]?) {
+        var parts = ReduceParts(reducer: Int64SumReducer(), wantsFirst: true)
+        try bytes.withUnsafeBytes { try parts.addLeafRows($0, chunkOffset: 64, range: range, path: "test") }
+        let first = parts.first?.withUnsafeBytes { Array($0) }
+        let reduction = try parts.finish()
+        return (reduction.rowCount, reduction.rowCount > 0 ? Int64SumReducer.decode(reduction.value) : nil, first)
+    }
+
+    @Test func reducesTheRowsOfTheRangeAsTheDecodedLeafDoes() throws {
+        var rng = SeededGenerator(seed: 21)
+        for round in 0..<300 {
+            let keys = LeafLookupTests.inByteOrder(Set((0..<Int.random(in: 1...60, using: &rng)).map { _ in
+                LeafLookupTests.randomBytes(0...5, from: [0, 1, 2, 0xFF], using: &rng)
+            }))
+            let leafRows = keys.map { (key: $0, value: int64Value(Int64.random(in: -50...50, using: &rng))) }
+            let bytes = LeafLookupTests.leafBytes(leafRows)
+            let node = try Node(payload: LeafLookupTests.payload(bytes), isLeaf: true, path: "test")
+            func bound() -> KeyBound? {
+                Bool.random(using: &rng) ? nil : KeyBound(LeafLookupTests.randomBytes(0...5, from: [0, 1, 2, 0xFF],
+                                                                                    using: &rng),
+                                                          inclusive: Bool.random(using: &rng))
+            }
+            let range = KeyRange(lower: bound(), upper: bound())
+            var expected: [(key: [UInt8], value: [UInt8])] = []
+            for i in 0..<node.count where range.contains(node.key(i)) {
+                expected.append((Array(node.key(i)), Array(node.value(i))))
+            }
+            let got = try Self.rows(bytes, range)
+            #expect(got.count == UInt64(expected.count), "round \(round): count in \(range)")
+            #expect(got.first == expected.first?.value, "round \(round): first row in \(range)")
+            if !expected.isEmpty {
+                #expect(got.sum == expected.reduce(0) { $0 + Int64SumReducer.decode($1.value)! },
+                        "round \(round): sum in \(range)")
+            }
+        }
+    }
+
+    @Test func damagedLeavesAreCorruption() throws {
+        let clean = LeafLookupTests.leafBytes([([1], int64Value(1)), ([2], int64Value(2)), ([3], int64Value(3))])
+        #expect(try Self.rows(clean, .all).count == 3)
+        var damaged: [(String, [UInt8])] = [("no entries", [0]), ("trailing byte", clean + [7])]
+        for cut in 1..<clean.count { damaged.append(("cut at \(cut)", Array(clean[..<cut]))) }
+        var longKey = clean
+        longKey[1] = 0x7F  // the first key's length runs past the payload
+        damaged.append(("key length", longKey))
+        for (what, bytes) in damaged {
+            do {
+                _ = try Self.rows(bytes, .all)
+                Issue.record("\(what): no error")
+            } catch let error as SofaError {
+                #expect(error.code == .corruption, "\(what): \(error)")
+            }
+        }
+    }
+}
