@@ -41,6 +41,9 @@ import Testing
                 let dataStart = Int(serialFile.latestCommit.endOffset)
                 #expect(compress || parallelFile.latestCommit.endOffset == serialFile.latestCommit.endOffset)
                 serial = try serial.modified(by: actions, parallelFrom: Int.max)
+                // Workers take a leaf from the node cache when it is there, and read it from the file otherwise:
+                // every other batch finds the cache empty.
+                if batch % 2 == 1 { parallelFile.nodeCache.removeAll() }
                 parallel = try parallel.modified(by: actions, parallelFrom: 1)
                 for (n, action) in byKey { model[n] = action.value }
                 try serialFile.commit(roots: [serial.root], metadata: [])

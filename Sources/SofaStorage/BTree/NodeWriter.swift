@@ -154,14 +154,19 @@ package struct NodeWriter {
         framingInto buffer: inout [UInt8]
     ) throws -> PreparedLeaf {
         precondition(!entries.isEmpty)
-        scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: repeatElement(0, count: NodeWriter.leafPayloadSize(entries)))
+        let size = NodeWriter.leafPayloadSize(entries)
+        // The buffer only grows, and is not cleared from leaf to leaf: its first `size` bytes are all written.
+        if scratch.count < size { scratch.append(contentsOf: repeatElement(0, count: size - scratch.count)) }
         var noLayout: [Node.Layout]? = nil
-        scratch.withUnsafeMutableBytes { NodeWriter.encodeLeafPayload(entries, into: $0, layout: &noLayout) }
+        scratch.withUnsafeMutableBytes {
+            NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<size]),
+                                         layout: &noLayout)
+        }
         let reduction = try configuration.reducer?.reduce(entries) ?? []
         let start = buffer.count
         let length = scratch.withUnsafeBytes {
-            Chunk.append(kind: .leaf, payload: $0, compressor: compressor, to: &buffer)
+            Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(rebasing: $0[..<size]), compressor: compressor,
+                         to: &buffer)
         }
         return PreparedLeaf(framed: start..<(start + length), lastKey: Array(entries[entries.count - 1].key),
                             rows: entries.count, reduction: reduction)
