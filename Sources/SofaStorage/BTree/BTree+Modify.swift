@@ -152,13 +152,11 @@ extension BTree {
                   offset: Int(clamping: offset))
     }
 
-    /// Rewrites the subtree at `offset` (`height` levels of inner nodes above its leaves) with `actions`
-    /// applied; returns its replacement entries (none when it became empty, several when it split). With
-    /// `prepared`, a leaf's replacements come from there, made on other threads.
+    /// Rewrites the subtree at `offset` (`height` levels of inner nodes above its leaves) with actions `range`
+    /// of `actions` applied; returns its replacement entries (none when it became empty, several when it
+    /// split). With `prepared`, the leaves' replacements come from there, made on other threads.
     private func modify(_ offset: UInt64, _ actions: ActionBytes, _ range: Range<Int>, height: Int,
                         nodes: inout NodeWriter, prepared: LeafPreparation?) throws -> [ChildEntry] {
-        // A prepared leaf's worker took it out of the node cache.
-        if height == 0, let prepared { return try prepared.write(leafAt: offset, nodes: &nodes) }
         // This node is about to be replaced: its cached copy serves no newer commit.
         defer { file.nodeCache.remove(at: offset) }
         let node = try node(at: offset)
@@ -192,7 +190,10 @@ extension BTree {
                                     : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
                 i += 1
             }
-            if c < node.count {
+            if c < node.count && fromPrepared {
+                // Its worker took the leaf out of the node cache.
+                try prepared!.write(leafAt: node.childOffset(c), nodes: &nodes, into: &children)
+            } else if c < node.count {
                 for entry in try modify(node.childOffset(c), actions, sub, height: height - 1, nodes: &nodes,
                                         prepared: prepared) {
                     children.append(.written(entry))
@@ -252,17 +253,19 @@ extension BTree {
         let n = entries.count
         for a in range {
             let key = actions.key(a)
-            while i < n, compareBytes(entries[i].key, key) < 0 {
-                scratch.merged.append(entries[i])
-                i += 1
+            // The first entry not below the key, by binary search: a leaf gets few actions (about one, when 1 %
+            // of a large tree's rows change), so most of its entries are copied without a comparison.
+            var lo = i, hi = n
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if compareBytes(entries[mid].key, key) < 0 { lo = mid + 1 } else { hi = mid }
             }
+            scratch.merged.append(contentsOf: entries[i..<lo])
+            i = lo
             if i < n, compareBytes(entries[i].key, key) == 0 { i += 1 }  // replaced or removed
             if let v = actions.value(a) { scratch.merged.append((key, v)) }
         }
-        while i < n {
-            scratch.merged.append(entries[i])
-            i += 1
-        }
+        scratch.merged.append(contentsOf: entries[i..<n])
         for e in scratch.merged {
             scratch.sizes.append(NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count))
         }
@@ -419,16 +422,16 @@ private final class LeafPreparation: @unchecked Sendable {
                        scratch: inout PreparationScratch, into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
         try withExtendedLifetime(owner) {
             try BTree.mergeLeaf(scratch.entries, actions, job.actions, nodeSize: reader.configuration.nodeSize,
-                                scratch: &scratch.merge) { run, _ in
-                try NodeWriter.prepareLeaf(run, configuration: reader.configuration, compressor: compressor,
-                                           scratch: &scratch.payload, framingInto: &buffer)
+                                scratch: &scratch.merge) { run, payloadSize in
+                try NodeWriter.prepareLeaf(run, payloadSize: payloadSize, configuration: reader.configuration,
+                                           compressor: compressor, scratch: &scratch.payload, framingInto: &buffer)
             }
         }
     }
 
     /// Appends the replacements of the leaf at `offset` (the next job: the writer asks in key order) and
-    /// returns their entries for the parent.
-    func write(leafAt offset: UInt64, nodes: inout NodeWriter) throws -> [ChildEntry] {
+    /// their entries for the parent to `children`.
+    func write(leafAt offset: UInt64, nodes: inout NodeWriter, into children: inout [InnerEntry]) throws {
         guard next < jobs.count, jobs[next].offset == offset else { throw reader.misplacedLeaf(at: offset) }
         if next - currentStart == LeafPreparation.window {
             current?.group.wait()
@@ -442,8 +445,8 @@ private final class LeafPreparation: @unchecked Sendable {
         let prepared = try current.results[index].get()
         current.results[index] = .success([])
         next += 1
-        return try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
-            try prepared.map { try nodes.write(prepared: $0, from: buffer) }
+        try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
+            for leaf in prepared { children.append(.written(try nodes.write(prepared: leaf, from: buffer))) }
         }
     }
 
