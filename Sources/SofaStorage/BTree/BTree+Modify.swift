@@ -227,12 +227,14 @@ extension BTree {
             for i in 0..<node.count { entries.append((node.key(i), node.value(i))) }
         }
         var scratch = MergeScratch()
+        var out: [ChildEntry] = []
         // The entries are views of `node`'s payload.
-        return try withExtendedLifetime(node) {
+        try withExtendedLifetime(node) {
             try BTree.mergeLeaf(entries, actions, range, nodeSize: configuration.nodeSize, scratch: &scratch) {
-                run, payloadSize in try nodes.writeLeaf(run, payloadSize: payloadSize)
+                run, payloadSize in out.append(try nodes.writeLeaf(run, payloadSize: payloadSize))
             }
         }
+        return out
     }
 
     /// Merges a leaf's `entries` (none for a new tree) with actions `range` of `actions` (an action replaces
@@ -241,11 +243,11 @@ extension BTree {
     /// and the run's leaf payload size (``NodeWriter/leafPayloadSize(_:)``, summed from the sizes the split
     /// was made with). The merged list is built in `scratch`, whose buffers a caller merging leaf after leaf
     /// keeps.
-    fileprivate static func mergeLeaf<R>(
+    fileprivate static func mergeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ actions: ActionBytes,
         _ range: Range<Int>, nodeSize: Int, scratch: inout MergeScratch,
-        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> R
-    ) throws -> [R] {
+        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> Void
+    ) throws {
         scratch.merged.removeAll(keepingCapacity: true)
         scratch.sizes.removeAll(keepingCapacity: true)
         scratch.merged.reserveCapacity(entries.count + range.count)
@@ -266,23 +268,25 @@ extension BTree {
             if let v = actions.value(a) { scratch.merged.append((key, v)) }
         }
         scratch.merged.append(contentsOf: entries[i..<n])
+        guard !scratch.merged.isEmpty else { return }
+        var total = 0
         for e in scratch.merged {
-            scratch.sizes.append(NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count))
+            let size = NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count)
+            scratch.sizes.append(size)
+            total += size
         }
+        // One leaf, as either split below would make it (most merges: the leaf gained little).
+        if total <= nodeSize { return try body(scratch.merged, varintSize(UInt64(scratch.merged.count)) + total) }
         // Actions all past the leaf's last key (appends at the end of the tree's key range) leave its entries
         // as they are, first: split full first, so the leaf the next appends go to starts small.
         let appending = n > 0 && !range.isEmpty && compareBytes(actions.key(range.lowerBound), entries[n - 1].key) > 0
         let runs = appending
             ? NodeWriter.appendRuns(sizes: scratch.sizes, kept: n, nodeSize: nodeSize)
             : NodeWriter.evenRuns(sizes: scratch.sizes, nodeSize: nodeSize)
-        var out: [R] = []
-        out.reserveCapacity(runs.count)
         for run in runs {
             let payloadSize = varintSize(UInt64(run.count)) + scratch.sizes[run].reduce(0, +)
-            // A leaf that does not split (most of them) is the merged list itself, not a copy of it.
-            out.append(try body(runs.count == 1 ? scratch.merged : Array(scratch.merged[run]), payloadSize))
+            try body(Array(scratch.merged[run]), payloadSize)
         }
-        return out
     }
 }
 
@@ -315,12 +319,21 @@ private final class LeafPreparation: @unchecked Sendable {
     /// threads of the global pool its caller (a view update's mapping, an app's own work) may be holding.
     private static let queue = DispatchQueue(label: "sofa.leaf-preparation", attributes: .concurrent)
 
-    /// One window being prepared: per leaf, its replacement leaves (none when it became empty), and per task
-    /// the buffer its leaves are framed into.
+    /// One window being prepared, by tasks of ``perTask`` leaves each.
     final class Window: @unchecked Sendable {
         let group = DispatchGroup()
-        var results: [Result<[PreparedLeaf], any Error>] = []
-        var framed: [[UInt8]] = []
+        var tasks: [TaskOutput] = []
+    }
+
+    /// What one task prepared: its leaves' replacements (none for a leaf that became empty), framed into one
+    /// buffer, listed in one array (no array per leaf, which the writer would free).
+    struct TaskOutput {
+        var framed: [UInt8] = []
+        var leaves: [PreparedLeaf] = []
+        /// Per job done, where its replacements end in `leaves`.
+        var ends: [Int] = []
+        /// The error of the job after the last one done, which ended the task.
+        var failure: (any Error)?
     }
 
     let reader: BTree
@@ -353,28 +366,30 @@ private final class LeafPreparation: @unchecked Sendable {
         guard first < jobs.count else { return nil }
         let window = Window()
         let range = first..<min(jobs.count, first + LeafPreparation.window)
-        window.results = Array(repeating: .success([]), count: range.count)
         let tasks = (range.count + LeafPreparation.perTask - 1) / LeafPreparation.perTask
-        window.framed = Array(repeating: [], count: tasks)
+        window.tasks = Array(repeating: TaskOutput(), count: tasks)
         LeafPreparation.queue.async(group: window.group) { [self] in
-            window.results.withUnsafeMutableBufferPointer { results in
-                window.framed.withUnsafeMutableBufferPointer { framed in
-                    let out = UnsafeSendableResults(results: results, framed: framed)
-                    // Task t prepares only its own slots of `out`.
-                    DispatchQueue.concurrentPerform(iterations: tasks) { t in
-                        let compressor = reader.configuration.compress ? Compressor() : nil
-                        let lower = t * LeafPreparation.perTask
-                        var buffer: [UInt8] = []
-                        buffer.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
-                        var scratch = PreparationScratch()
-                        for i in lower..<min(range.count, lower + LeafPreparation.perTask) {
-                            out.results[i] = Result {
-                                try prepare(jobs[range.lowerBound + i], compressor: compressor, scratch: &scratch,
-                                            into: &buffer)
-                            }
+            window.tasks.withUnsafeMutableBufferPointer { outputs in
+                let outputs = UnsafeSendableOutputs(outputs)
+                // Task t writes only its own slot of `outputs`.
+                DispatchQueue.concurrentPerform(iterations: tasks) { t in
+                    let compressor = reader.configuration.compress ? Compressor() : nil
+                    let lower = range.lowerBound + t * LeafPreparation.perTask
+                    var out = TaskOutput()
+                    out.framed.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
+                    out.leaves.reserveCapacity(LeafPreparation.perTask)
+                    out.ends.reserveCapacity(LeafPreparation.perTask)
+                    var scratch = PreparationScratch()
+                    for j in lower..<min(range.upperBound, lower + LeafPreparation.perTask) {
+                        do {
+                            try prepare(jobs[j], compressor: compressor, scratch: &scratch, into: &out)
+                        } catch {
+                            out.failure = error
+                            break
                         }
-                        out.framed[t] = buffer
+                        out.ends.append(out.leaves.count)
                     }
+                    outputs.buffer[t] = out
                 }
             }
         }
@@ -395,13 +410,13 @@ private final class LeafPreparation: @unchecked Sendable {
     /// over its chunk, not decoded as a ``Node``: a node's entry layout and key heads serve searches, and this
     /// leaf is walked once before it is replaced.
     private func prepare(_ job: LeafJob, compressor: Compressor?, scratch: inout PreparationScratch,
-                         into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
+                         into out: inout TaskOutput) throws {
         if let cached = reader.file.nodeCache.node(at: job.offset) {
             reader.file.nodeCache.remove(at: job.offset)
             guard cached.isLeaf else { throw reader.misplacedLeaf(at: job.offset) }
             scratch.entries.removeAll(keepingCapacity: true)
             for i in 0..<cached.count { scratch.entries.append((cached.key(i), cached.value(i))) }
-            return try merge(job, entriesOf: cached, compressor: compressor, scratch: &scratch, into: &buffer)
+            return try merge(job, entriesOf: cached, compressor: compressor, scratch: &scratch, into: &out)
         }
         guard job.offset < reader.limit else {
             throw SofaError(.corruption, "node pointer \(job.offset) is past the end of its commit (\(reader.limit))",
@@ -414,17 +429,18 @@ private final class LeafPreparation: @unchecked Sendable {
                             path: reader.file.path, offset: Int(clamping: job.offset))
         }
         try Node.leafEntries(of: chunk, path: reader.file.path, into: &scratch.entries)
-        return try merge(job, entriesOf: chunk, compressor: compressor, scratch: &scratch, into: &buffer)
+        try merge(job, entriesOf: chunk, compressor: compressor, scratch: &scratch, into: &out)
     }
 
     /// Merges `scratch.entries`, views of `owner`'s bytes, with the job's actions and prepares the result.
     private func merge(_ job: LeafJob, entriesOf owner: AnyObject, compressor: Compressor?,
-                       scratch: inout PreparationScratch, into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
+                       scratch: inout PreparationScratch, into out: inout TaskOutput) throws {
         try withExtendedLifetime(owner) {
             try BTree.mergeLeaf(scratch.entries, actions, job.actions, nodeSize: reader.configuration.nodeSize,
                                 scratch: &scratch.merge) { run, payloadSize in
-                try NodeWriter.prepareLeaf(run, payloadSize: payloadSize, configuration: reader.configuration,
-                                           compressor: compressor, scratch: &scratch.payload, framingInto: &buffer)
+                out.leaves.append(try NodeWriter.prepareLeaf(
+                    run, payloadSize: payloadSize, configuration: reader.configuration, compressor: compressor,
+                    scratch: &scratch.payload, framingInto: &out.framed))
             }
         }
     }
@@ -442,12 +458,17 @@ private final class LeafPreparation: @unchecked Sendable {
         guard let current else { throw reader.misplacedLeaf(at: offset) }
         current.group.wait()
         let index = next - currentStart
-        let prepared = try current.results[index].get()
-        current.results[index] = .success([])
-        next += 1
-        try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
-            for leaf in prepared { children.append(.written(try nodes.write(prepared: leaf, from: buffer))) }
+        let (t, j) = index.quotientAndRemainder(dividingBy: LeafPreparation.perTask)
+        try current.tasks.withUnsafeBufferPointer { tasks in
+            let task = tasks[t]
+            guard j < task.ends.count else { throw task.failure ?? reader.misplacedLeaf(at: offset) }
+            try task.framed.withUnsafeBytes { buffer in
+                for leaf in task.leaves[(j == 0 ? 0 : task.ends[j - 1])..<task.ends[j]] {
+                    children.append(.written(try nodes.write(prepared: leaf, from: buffer)))
+                }
+            }
         }
+        next += 1
     }
 
     /// The index in `parent` of the next leaf to write, when `parent` points to it (the writer asks for each
@@ -467,9 +488,9 @@ private final class LeafPreparation: @unchecked Sendable {
 }
 
 /// Slots written from several threads at distinct indices.
-private struct UnsafeSendableResults: @unchecked Sendable {
-    let results: UnsafeMutableBufferPointer<Result<[PreparedLeaf], any Error>>
-    let framed: UnsafeMutableBufferPointer<[UInt8]>
+private struct UnsafeSendableOutputs: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<LeafPreparation.TaskOutput>
+    init(_ buffer: UnsafeMutableBufferPointer<LeafPreparation.TaskOutput>) { self.buffer = buffer }
 }
 
 /// A batch's keys and values copied into one allocation, which lives as long as this object: views of any of
