@@ -250,7 +250,8 @@ extension BTree {
     ) throws {
         scratch.merged.removeAll(keepingCapacity: true)
         scratch.sizes.removeAll(keepingCapacity: true)
-        scratch.merged.reserveCapacity(entries.count + range.count)
+        scratch.merged.reserve(entries.count + range.count)
+        scratch.sizes.reserve(entries.count + range.count)
         var i = 0
         let n = entries.count
         for a in range {
@@ -287,6 +288,15 @@ extension BTree {
             let payloadSize = varintSize(UInt64(run.count)) + scratch.sizes[run].reduce(0, +)
             try body(Array(scratch.merged[run]), payloadSize)
         }
+    }
+}
+
+fileprivate extension Array {
+    /// Room for `count` elements: at least doubling the capacity when it grows, so that a buffer kept from
+    /// leaf to leaf is not reallocated for every leaf a little larger than the largest so far, as
+    /// `reserveCapacity(_:)` would (it allocates the exact count).
+    mutating func reserve(_ count: Int) {
+        if capacity < count { reserveCapacity(Swift.max(count, 2 * capacity)) }
     }
 }
 
@@ -506,15 +516,19 @@ private final class ActionBytes: @unchecked Sendable {
 
     /// The number of actions.
     let count: Int
-    private let storage: UnsafeMutableRawPointer
+    /// One allocation: the items, then the bytes.
     private let items: UnsafeMutablePointer<Item>
+    private let storage: UnsafeMutableRawPointer
 
     init(_ actions: [BTreeAction]) {
         count = actions.count
         var total = 0
         for a in actions { total += a.key.count + (a.value?.count ?? 0) }
-        storage = .allocate(byteCount: max(1, total), alignment: 8)
-        items = .allocate(capacity: max(1, actions.count))
+        let itemBytes = actions.count * MemoryLayout<Item>.stride
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: max(1, itemBytes + total),
+                                                      alignment: MemoryLayout<Item>.alignment)
+        items = memory.bindMemory(to: Item.self, capacity: actions.count)
+        storage = memory + itemBytes
         var at = 0
         func copy(_ bytes: [UInt8]) -> Int {
             let start = at
@@ -533,8 +547,7 @@ private final class ActionBytes: @unchecked Sendable {
     }
 
     deinit {
-        storage.deallocate()
-        items.deallocate()
+        UnsafeMutableRawPointer(items).deallocate()
     }
 
     /// Action `i`'s key. Valid while this object lives.
