@@ -41,6 +41,9 @@ import Testing
                 let dataStart = Int(serialFile.latestCommit.endOffset)
                 #expect(compress || parallelFile.latestCommit.endOffset == serialFile.latestCommit.endOffset)
                 serial = try serial.modified(by: actions, parallelFrom: Int.max)
+                // Workers take a leaf from the node cache when it is there, and read it from the file otherwise:
+                // every other batch finds the cache empty.
+                if batch % 2 == 1 { parallelFile.nodeCache.removeAll() }
                 parallel = try parallel.modified(by: actions, parallelFrom: 1)
                 for (n, action) in byKey { model[n] = action.value }
                 try serialFile.commit(roots: [serial.root], metadata: [])
@@ -174,6 +177,42 @@ import Testing
         #expect(after.rowCount == 20_000)
         #expect(try after.rows().map(\.value) == (0..<20_000).map { int64Value(Int64($0)) + value })
         expectSound(after, "after the full disk")
+        try file.close()
+    }
+
+    /// A touched leaf that fails its CRC, read by a leaf worker from the file, fails the batch with a corruption
+    /// error naming the leaf's offset, as the one-thread path does; the file keeps its last commit.
+    @Test(arguments: [1, Int.max])
+    func damagedLeafFailsTheBatch(parallelFrom: Int) throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("tree")
+        let config = BTreeConfiguration(nodeSize: 512, compress: false, reducer: Int64SumReducer())
+        var file = try StorageFile(path: path, options: StorageOptions(durability: .none))
+        let tree = try BTree(file: file, root: nil, configuration: config, limit: StorageFile.unlimited)
+            .modified(by: (0..<3000).map { .put(Self.key($0), int64Value(1)) })
+        try file.commit(roots: [tree.root], metadata: [])
+        // A leaf: the sixth child of the first parent of leaves.
+        var parent = try tree.node(at: tree.root!.offset)
+        while try !tree.node(at: parent.childOffset(0)).isLeaf { parent = try tree.node(at: parent.childOffset(0)) }
+        let leaf = parent.childOffset(min(5, parent.count - 1))
+        try file.close()
+        // One payload byte of the leaf flipped on disk; the file is opened again with an empty cache.
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: leaf + 20)
+        let byte = try handle.read(upToCount: 1)![0]
+        try handle.seek(toOffset: leaf + 20)
+        handle.write(Data([byte ^ 0x40]))
+        try handle.close()
+        file = try StorageFile(path: path, options: StorageOptions(durability: .none))
+        let reopened = BTree(file: file, commit: file.latestCommit, index: 0, configuration: config)
+        let every = (0..<3000).map { BTreeAction.put(Self.key($0), int64Value(2)) }
+        var failure: SofaError?
+        do { _ = try reopened.forWriter.modified(by: every, parallelFrom: parallelFrom) } catch let error as SofaError {
+            failure = error
+        }
+        #expect(failure?.code == .corruption && failure?.offset == Int(leaf), "\(String(describing: failure))")
+        file.discardUncommitted()
+        #expect(file.writtenLength == file.latestCommit.endOffset)
         try file.close()
     }
 

@@ -53,10 +53,14 @@ extension BTree {
     /// pass 1 or `Int.max` to take one path or the other).
     package func modified(by actions: [BTreeAction], compress: Bool? = nil, parallelFrom: Int) throws -> BTree {
         guard !actions.isEmpty else { return self }
-        for i in 1..<max(1, actions.count) where compareArrays(actions[i - 1].key, actions[i].key) >= 0 {
+        // Every key and value in one allocation: the descent and the leaf merges read them as views, copying
+        // and retaining no action's arrays (a touched leaf's merge copied its actions' bytes, per leaf).
+        let bytes = ActionBytes(actions)
+        for i in 1..<max(1, bytes.count) where compareBytes(bytes.key(i - 1), bytes.key(i)) >= 0 {
             throw SofaError(.invalidArgument, "batch actions must be strictly ascending by key (action \(i))",
                             path: file.path)
         }
+        let all = 0..<bytes.count
         let writer = self.forWriter
         var written = configuration
         if let compress { written.compress = compress }
@@ -65,16 +69,16 @@ extension BTree {
         if let root {
             let height = try writer.height(of: root.offset)
             var jobs: [LeafJob] = []
-            if height > 0 { try writer.collectLeaves(root.offset, actions[...], height: height, into: &jobs) }
+            if height > 0 { try writer.collectLeaves(root.offset, bytes, all, height: height, into: &jobs) }
             var prepared: LeafPreparation?
             if height > 0 && jobs.count >= parallelFrom {
-                prepared = try LeafPreparation(tree: writer, configuration: written, actions: actions, jobs: jobs)
+                prepared = try LeafPreparation(tree: writer, configuration: written, actions: bytes, jobs: jobs)
             }
             // Workers read the file below its written length: wait for them before anything can cut it back.
             defer { prepared?.finish() }
-            top = try writer.modify(root.offset, actions[...], height: height, nodes: &nodes, prepared: prepared)
+            top = try writer.modify(root.offset, bytes, all, height: height, nodes: &nodes, prepared: prepared)
         } else {
-            top = try writer.writeLeaves(existing: nil, actions: actions[...], nodes: &nodes)
+            top = try writer.writeLeaves(existing: nil, bytes, all, nodes: &nodes)
         }
         guard var newRoot = try nodes.buildUpperLevels(top)?.pointer else {
             return BTree(file: file, root: nil, configuration: configuration, limit: StorageFile.unlimited)
@@ -101,45 +105,44 @@ extension BTree {
         return height
     }
 
-    /// Calls `body` with each child of inner node `node` that `actions` (ascending) touch, in order, and the
-    /// actions that go to it: those up to the child's largest key (all remaining ones for the last child).
+    /// Calls `body` with each child of inner node `node` that actions `range` of `actions` (ascending) touch, in
+    /// order, and the actions that go to it: those up to the child's largest key (all remaining ones for the
+    /// last child).
     private func forEachTouchedChild(
-        _ node: Node, _ actions: ArraySlice<BTreeAction>,
-        _ body: (_ child: Int, _ actions: ArraySlice<BTreeAction>) throws -> Void
+        _ node: Node, _ actions: ActionBytes, _ range: Range<Int>,
+        _ body: (_ child: Int, _ actions: Range<Int>) throws -> Void
     ) throws {
-        var next = actions.startIndex
-        while next < actions.endIndex {
+        var next = range.lowerBound
+        while next < range.upperBound {
             // The child holding the next action's key (binary search: a small batch skips the other children
             // without comparing), then every further action up to that child's largest key.
-            let c = actions[next].key.withUnsafeBytes { node.childIndex(for: $0) }
+            let c = node.childIndex(for: actions.key(next))
             var end = next + 1
             if c == node.count - 1 {
-                end = actions.endIndex
+                end = range.upperBound
             } else {
                 let separator = node.key(c)
-                while end < actions.endIndex,
-                      actions[end].key.withUnsafeBytes({ compareBytes($0, separator) }) <= 0 {
+                while end < range.upperBound, compareBytes(actions.key(end), separator) <= 0 {
                     end += 1
                 }
             }
-            try body(c, actions[next..<end])
+            try body(c, next..<end)
             next = end
         }
     }
 
     /// Appends to `jobs` every leaf under the inner node at `offset` (`height` levels above the leaves) that
-    /// `actions` touch, with its actions, in key order — the leaves ``modify(_:_:height:nodes:prepared:)``
+    /// actions `range` touch, with its actions, in key order — the leaves ``modify(_:_:_:height:nodes:prepared:)``
     /// will ask for, in the order it asks. Reads inner nodes only.
-    private func collectLeaves(_ offset: UInt64, _ actions: ArraySlice<BTreeAction>, height: Int,
+    private func collectLeaves(_ offset: UInt64, _ actions: ActionBytes, _ range: Range<Int>, height: Int,
                                into jobs: inout [LeafJob]) throws {
         let node = try node(at: offset)
         guard !node.isLeaf else { throw misplacedLeaf(at: offset) }
-        try forEachTouchedChild(node, actions) { c, sub in
+        try forEachTouchedChild(node, actions, range) { c, sub in
             if height == 1 {
-                jobs.append(LeafJob(offset: node.childOffset(c), actions: sub.startIndex..<sub.endIndex,
-                                    parent: offset, child: c))
+                jobs.append(LeafJob(offset: node.childOffset(c), actions: sub, parent: offset, child: c))
             } else {
-                try collectLeaves(node.childOffset(c), sub, height: height - 1, into: &jobs)
+                try collectLeaves(node.childOffset(c), actions, sub, height: height - 1, into: &jobs)
             }
         }
     }
@@ -149,34 +152,33 @@ extension BTree {
                   offset: Int(clamping: offset))
     }
 
-    /// Rewrites the subtree at `offset` (`height` levels of inner nodes above its leaves) with `actions`
-    /// applied; returns its replacement entries (none when it became empty, several when it split). With
-    /// `prepared`, a leaf's replacements come from there, made on other threads.
-    private func modify(_ offset: UInt64, _ actions: ArraySlice<BTreeAction>, height: Int,
+    /// Rewrites the subtree at `offset` (`height` levels of inner nodes above its leaves) with actions `range`
+    /// of `actions` applied; returns its replacement entries (none when it became empty, several when it
+    /// split). With `prepared`, the leaves' replacements come from there, made on other threads.
+    private func modify(_ offset: UInt64, _ actions: ActionBytes, _ range: Range<Int>, height: Int,
                         nodes: inout NodeWriter, prepared: LeafPreparation?) throws -> [ChildEntry] {
         // This node is about to be replaced: its cached copy serves no newer commit.
         defer { file.nodeCache.remove(at: offset) }
-        if height == 0, let prepared { return try prepared.write(leafAt: offset, nodes: &nodes) }
         let node = try node(at: offset)
         // Every leaf lies at the height the first path down gave (as the parallel path requires too).
         guard node.isLeaf == (height == 0) else { throw misplacedLeaf(at: offset) }
-        if node.isLeaf { return try writeLeaves(existing: node, actions: actions, nodes: &nodes) }
+        if node.isLeaf { return try writeLeaves(existing: node, actions, range, nodes: &nodes) }
         // Untouched children are kept as references into `node`: their entries are copied byte for byte.
         // They hold `node` unretained (InnerEntry.kept); its lifetime is extended past their writing below.
         // Plain loops, no nested functions: locals captured by a function passed as a closure live in a box
         // whose every access is checked for exclusivity at run time (~13,000 instructions per single-document
         // commit, callgrind).
-        var touched: [(child: Int, actions: ArraySlice<BTreeAction>)] = []
+        var touched: [(child: Int, actions: Range<Int>)] = []
         let fromPrepared = height == 1 && prepared != nil
         // The touched leaves below are the next prepared ones: no need to partition the actions again.
-        if !fromPrepared { try forEachTouchedChild(node, actions) { touched.append(($0, $1)) } }
+        if !fromPrepared { try forEachTouchedChild(node, actions, range) { touched.append(($0, $1)) } }
         var children: [InnerEntry] = []
         children.reserveCapacity(node.count + 2)
         let keepsBytes = node.hasShortestKeyLengths
         var i = 0, t = 0
         while i <= node.count {
             var c = node.count
-            var sub = actions[actions.startIndex..<actions.startIndex]
+            var sub = range.lowerBound..<range.lowerBound
             if fromPrepared {
                 if let next = prepared!.nextChild(of: offset) { c = next }
             } else if t < touched.count {
@@ -188,8 +190,11 @@ extension BTree {
                                     : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
                 i += 1
             }
-            if c < node.count {
-                for entry in try modify(node.childOffset(c), sub, height: height - 1, nodes: &nodes,
+            if c < node.count && fromPrepared {
+                // Its worker took the leaf out of the node cache.
+                try prepared!.write(leafAt: node.childOffset(c), nodes: &nodes, into: &children)
+            } else if c < node.count {
+                for entry in try modify(node.childOffset(c), actions, sub, height: height - 1, nodes: &nodes,
                                         prepared: prepared) {
                     children.append(.written(entry))
                 }
@@ -200,9 +205,7 @@ extension BTree {
         let sizes = children.map { $0.encodedSize }
         // Actions all past this node's largest key went to its last child (this node is on the tree's right
         // edge): every entry before that child's is unchanged, and is split off full (NodeWriter.appendRuns).
-        let appending = actions.first.map { a in
-            a.key.withUnsafeBytes { compareBytes($0, node.key(node.count - 1)) > 0 }
-        } ?? false
+        let appending = !range.isEmpty && compareBytes(actions.key(range.lowerBound), node.key(node.count - 1)) > 0
         let runs = appending
             ? NodeWriter.appendRuns(sizes: sizes, kept: node.count - 1, nodeSize: configuration.innerNodeSize)
             : NodeWriter.evenRuns(sizes: sizes, nodeSize: configuration.innerNodeSize)
@@ -214,60 +217,93 @@ extension BTree {
         return out
     }
 
-    /// Merges a leaf's entries (or none) with `actions` and writes the result as evenly filled leaves, or full
-    /// first for appends (``NodeWriter/appendRuns(sizes:kept:nodeSize:)``).
-    private func writeLeaves(existing node: Node?, actions: ArraySlice<BTreeAction>,
+    /// Merges a leaf's entries (or none) with actions `range` and writes the result as evenly filled leaves, or
+    /// full first for appends (``NodeWriter/appendRuns(sizes:kept:nodeSize:)``).
+    private func writeLeaves(existing node: Node?, _ actions: ActionBytes, _ range: Range<Int>,
                              nodes: inout NodeWriter) throws -> [ChildEntry] {
-        try BTree.mergeLeaf(node, actions, nodeSize: configuration.nodeSize) { run, payloadSize in
-            try nodes.writeLeaf(run, payloadSize: payloadSize)
+        var entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+        if let node {
+            entries.reserveCapacity(node.count)
+            for i in 0..<node.count { entries.append((node.key(i), node.value(i))) }
         }
+        var scratch = MergeScratch()
+        var out: [ChildEntry] = []
+        // The entries are views of `node`'s payload.
+        try withExtendedLifetime(node) {
+            try BTree.mergeLeaf(entries, actions, range, nodeSize: configuration.nodeSize, scratch: &scratch) {
+                run, payloadSize in out.append(try nodes.writeLeaf(run, payloadSize: payloadSize))
+            }
+        }
+        return out
     }
 
-    /// Merges a leaf's entries (or none) with `actions` (an action replaces or removes the entry of its key) and
-    /// calls `body` with each run of the result that makes one leaf (evenly filled, or full first for appends:
-    /// ``NodeWriter/appendRuns(sizes:kept:nodeSize:)``), in order, and the run's leaf payload size
-    /// (``NodeWriter/leafPayloadSize(_:)``, summed from the sizes the split was made with).
-    fileprivate static func mergeLeaf<R>(
-        _ node: Node?, _ actions: ArraySlice<BTreeAction>, nodeSize: Int,
-        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> R
-    ) throws -> [R] {
-        // Pin every action's key and value buffer while the merged list of views is in use.
-        let flat = FlatActions(actions)
-        return try flat.storage.withUnsafeBytes { storage in
-            var merged: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
-            merged.reserveCapacity((node?.count ?? 0) + actions.count)
-            var i = 0
-            let n = node?.count ?? 0
-            for a in flat.items {
-                let key = UnsafeRawBufferPointer(rebasing: storage[a.key])
-                while i < n, compareBytes(node!.key(i), key) < 0 {
-                    merged.append((node!.key(i), node!.value(i)))
-                    i += 1
-                }
-                if i < n, compareBytes(node!.key(i), key) == 0 { i += 1 }  // replaced or removed
-                if let v = a.value { merged.append((key, UnsafeRawBufferPointer(rebasing: storage[v]))) }
+    /// Merges a leaf's `entries` (none for a new tree) with actions `range` of `actions` (an action replaces
+    /// or removes the entry of its key) and calls `body` with each run of the result that makes one leaf
+    /// (evenly filled, or full first for appends: ``NodeWriter/appendRuns(sizes:kept:nodeSize:)``), in order,
+    /// and the run's leaf payload size (``NodeWriter/leafPayloadSize(_:)``, summed from the sizes the split
+    /// was made with). The merged list is built in `scratch`, whose buffers a caller merging leaf after leaf
+    /// keeps.
+    fileprivate static func mergeLeaf(
+        _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ actions: ActionBytes,
+        _ range: Range<Int>, nodeSize: Int, scratch: inout MergeScratch,
+        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> Void
+    ) throws {
+        scratch.merged.removeAll(keepingCapacity: true)
+        scratch.sizes.removeAll(keepingCapacity: true)
+        scratch.merged.reserve(entries.count + range.count)
+        scratch.sizes.reserve(entries.count + range.count)
+        var i = 0
+        let n = entries.count
+        for a in range {
+            let key = actions.key(a)
+            // The first entry not below the key, by binary search: a leaf gets few actions (about one, when 1 %
+            // of a large tree's rows change), so most of its entries are copied without a comparison.
+            var lo = i, hi = n
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if compareBytes(entries[mid].key, key) < 0 { lo = mid + 1 } else { hi = mid }
             }
-            while i < n {
-                merged.append((node!.key(i), node!.value(i)))
-                i += 1
-            }
-            let sizes = merged.map { NodeWriter.leafEntrySize(keyCount: $0.key.count, valueCount: $0.value.count) }
-            // Actions all past the leaf's last key (appends at the end of the tree's key range) leave its entries
-            // as they are, first: split full first, so the leaf the next appends go to starts small.
-            let appending = n > 0 && flat.items.first.map {
-                compareBytes(UnsafeRawBufferPointer(rebasing: storage[$0.key]), node!.key(n - 1)) > 0
-            } ?? false
-            let runs = appending
-                ? NodeWriter.appendRuns(sizes: sizes, kept: n, nodeSize: nodeSize)
-                : NodeWriter.evenRuns(sizes: sizes, nodeSize: nodeSize)
-            var out: [R] = []
-            for run in runs {
-                let payloadSize = varintSize(UInt64(run.count)) + sizes[run].reduce(0, +)
-                out.append(try body(Array(merged[run]), payloadSize))
-            }
-            return out
+            scratch.merged.append(contentsOf: entries[i..<lo])
+            i = lo
+            if i < n, compareBytes(entries[i].key, key) == 0 { i += 1 }  // replaced or removed
+            if let v = actions.value(a) { scratch.merged.append((key, v)) }
+        }
+        scratch.merged.append(contentsOf: entries[i..<n])
+        guard !scratch.merged.isEmpty else { return }
+        var total = 0
+        for e in scratch.merged {
+            let size = NodeWriter.leafEntrySize(keyCount: e.key.count, valueCount: e.value.count)
+            scratch.sizes.append(size)
+            total += size
+        }
+        // One leaf, as either split below would make it (most merges: the leaf gained little).
+        if total <= nodeSize { return try body(scratch.merged, varintSize(UInt64(scratch.merged.count)) + total) }
+        // Actions all past the leaf's last key (appends at the end of the tree's key range) leave its entries
+        // as they are, first: split full first, so the leaf the next appends go to starts small.
+        let appending = n > 0 && !range.isEmpty && compareBytes(actions.key(range.lowerBound), entries[n - 1].key) > 0
+        let runs = appending
+            ? NodeWriter.appendRuns(sizes: scratch.sizes, kept: n, nodeSize: nodeSize)
+            : NodeWriter.evenRuns(sizes: scratch.sizes, nodeSize: nodeSize)
+        for run in runs {
+            let payloadSize = varintSize(UInt64(run.count)) + scratch.sizes[run].reduce(0, +)
+            try body(Array(scratch.merged[run]), payloadSize)
         }
     }
+}
+
+fileprivate extension Array {
+    /// Room for `count` elements: at least doubling the capacity when it grows, so that a buffer kept from
+    /// leaf to leaf is not reallocated for every leaf a little larger than the largest so far, as
+    /// `reserveCapacity(_:)` would (it allocates the exact count).
+    mutating func reserve(_ count: Int) {
+        if capacity < count { reserveCapacity(Swift.max(count, 2 * capacity)) }
+    }
+}
+
+/// Buffers of ``BTree/mergeLeaf(_:_:_:nodeSize:scratch:_:)``, kept from leaf to leaf.
+private struct MergeScratch {
+    var merged: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+    var sizes: [Int] = []
 }
 
 /// A leaf a batch modify rewrites: its offset and the range of the batch's actions that go to it.
@@ -293,16 +329,25 @@ private final class LeafPreparation: @unchecked Sendable {
     /// threads of the global pool its caller (a view update's mapping, an app's own work) may be holding.
     private static let queue = DispatchQueue(label: "sofa.leaf-preparation", attributes: .concurrent)
 
-    /// One window being prepared: per leaf, its replacement leaves (none when it became empty), and per task
-    /// the buffer its leaves are framed into.
+    /// One window being prepared, by tasks of ``perTask`` leaves each.
     final class Window: @unchecked Sendable {
         let group = DispatchGroup()
-        var results: [Result<[PreparedLeaf], any Error>] = []
-        var framed: [[UInt8]] = []
+        var tasks: [TaskOutput] = []
+    }
+
+    /// What one task prepared: its leaves' replacements (none for a leaf that became empty), framed into one
+    /// buffer, listed in one array (no array per leaf, which the writer would free).
+    struct TaskOutput {
+        var framed: [UInt8] = []
+        var leaves: [PreparedLeaf] = []
+        /// Per job done, where its replacements end in `leaves`.
+        var ends: [Int] = []
+        /// The error of the job after the last one done, which ended the task.
+        var failure: (any Error)?
     }
 
     let reader: BTree
-    let actions: [BTreeAction]
+    let actions: ActionBytes
     let jobs: [LeafJob]
     /// The window being written and the one being prepared after it.
     private var current: Window?
@@ -313,7 +358,7 @@ private final class LeafPreparation: @unchecked Sendable {
 
     /// Starts preparing the first two windows. The file's appended chunks are written out first: workers read
     /// below its written length, never the writer's buffer (leaves of an earlier, uncommitted pass are there).
-    init(tree: BTree, configuration: BTreeConfiguration, actions: [BTreeAction], jobs: [LeafJob]) throws {
+    init(tree: BTree, configuration: BTreeConfiguration, actions: ActionBytes, jobs: [LeafJob]) throws {
         try tree.file.flushAppended()
         tree.file.beginHelperReads()
         // `configuration` is the one the new nodes are written with (whether they are compressed); reading
@@ -331,49 +376,88 @@ private final class LeafPreparation: @unchecked Sendable {
         guard first < jobs.count else { return nil }
         let window = Window()
         let range = first..<min(jobs.count, first + LeafPreparation.window)
-        window.results = Array(repeating: .success([]), count: range.count)
         let tasks = (range.count + LeafPreparation.perTask - 1) / LeafPreparation.perTask
-        window.framed = Array(repeating: [], count: tasks)
+        window.tasks = Array(repeating: TaskOutput(), count: tasks)
         LeafPreparation.queue.async(group: window.group) { [self] in
-            window.results.withUnsafeMutableBufferPointer { results in
-                window.framed.withUnsafeMutableBufferPointer { framed in
-                    let out = UnsafeSendableResults(results: results, framed: framed)
-                    // Task t prepares only its own slots of `out`.
-                    DispatchQueue.concurrentPerform(iterations: tasks) { t in
-                        let compressor = reader.configuration.compress ? Compressor() : nil
-                        let lower = t * LeafPreparation.perTask
-                        var buffer: [UInt8] = []
-                        buffer.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
-                        var scratch: [UInt8] = []
-                        for i in lower..<min(range.count, lower + LeafPreparation.perTask) {
-                            out.results[i] = Result {
-                                try prepare(jobs[range.lowerBound + i], compressor: compressor, scratch: &scratch,
-                                            into: &buffer)
-                            }
+            window.tasks.withUnsafeMutableBufferPointer { outputs in
+                let outputs = UnsafeSendableOutputs(outputs)
+                // Task t writes only its own slot of `outputs`.
+                DispatchQueue.concurrentPerform(iterations: tasks) { t in
+                    let compressor = reader.configuration.compress ? Compressor() : nil
+                    let lower = range.lowerBound + t * LeafPreparation.perTask
+                    var out = TaskOutput()
+                    out.framed.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))
+                    out.leaves.reserveCapacity(LeafPreparation.perTask)
+                    out.ends.reserveCapacity(LeafPreparation.perTask)
+                    var scratch = PreparationScratch()
+                    for j in lower..<min(range.upperBound, lower + LeafPreparation.perTask) {
+                        do {
+                            try prepare(jobs[j], compressor: compressor, scratch: &scratch, into: &out)
+                        } catch {
+                            out.failure = error
+                            break
                         }
-                        out.framed[t] = buffer
+                        out.ends.append(out.leaves.count)
                     }
+                    outputs.buffer[t] = out
                 }
             }
         }
         return window
     }
 
+    /// Buffers one worker task keeps from leaf to leaf.
+    struct PreparationScratch {
+        var entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
+        var merge = MergeScratch()
+        var payload: [UInt8] = []
+    }
+
     /// One leaf's replacements: its entries merged with its actions, encoded, reduced and framed.
-    private func prepare(_ job: LeafJob, compressor: Compressor?, scratch: inout [UInt8],
-                         into buffer: inout [UInt8]) throws -> [PreparedLeaf] {
-        // Not cached: the writer is about to replace it.
-        let node = try reader.node(at: job.offset, cachingLeaf: false)
-        guard node.isLeaf else { throw reader.misplacedLeaf(at: job.offset) }
-        return try BTree.mergeLeaf(node, actions[job.actions], nodeSize: reader.configuration.nodeSize) { run, _ in
-            try NodeWriter.prepareLeaf(run, configuration: reader.configuration, compressor: compressor,
-                                       scratch: &scratch, framingInto: &buffer)
+    ///
+    /// A leaf in the node cache is taken from there (its bytes were checked when it was read) and taken out of
+    /// it, off the writer's thread: it serves no newer commit. Any other is read as a list of entry views
+    /// over its chunk, not decoded as a ``Node``: a node's entry layout and key heads serve searches, and this
+    /// leaf is walked once before it is replaced.
+    private func prepare(_ job: LeafJob, compressor: Compressor?, scratch: inout PreparationScratch,
+                         into out: inout TaskOutput) throws {
+        if let cached = reader.file.nodeCache.node(at: job.offset) {
+            reader.file.nodeCache.remove(at: job.offset)
+            guard cached.isLeaf else { throw reader.misplacedLeaf(at: job.offset) }
+            scratch.entries.removeAll(keepingCapacity: true)
+            for i in 0..<cached.count { scratch.entries.append((cached.key(i), cached.value(i))) }
+            return try merge(job, entriesOf: cached, compressor: compressor, scratch: &scratch, into: &out)
+        }
+        guard job.offset < reader.limit else {
+            throw SofaError(.corruption, "node pointer \(job.offset) is past the end of its commit (\(reader.limit))",
+                            path: reader.file.path, offset: Int(clamping: job.offset))
+        }
+        let chunk = try reader.file.readChunk(at: job.offset, kind: nil, limit: reader.limit)
+        guard chunk.kind == .leaf else {
+            if chunk.kind == .inner { throw reader.misplacedLeaf(at: job.offset) }
+            throw SofaError(.corruption, "a \(chunk.kind) chunk where a tree node was expected",
+                            path: reader.file.path, offset: Int(clamping: job.offset))
+        }
+        try Node.leafEntries(of: chunk, path: reader.file.path, into: &scratch.entries)
+        try merge(job, entriesOf: chunk, compressor: compressor, scratch: &scratch, into: &out)
+    }
+
+    /// Merges `scratch.entries`, views of `owner`'s bytes, with the job's actions and prepares the result.
+    private func merge(_ job: LeafJob, entriesOf owner: AnyObject, compressor: Compressor?,
+                       scratch: inout PreparationScratch, into out: inout TaskOutput) throws {
+        try withExtendedLifetime(owner) {
+            try BTree.mergeLeaf(scratch.entries, actions, job.actions, nodeSize: reader.configuration.nodeSize,
+                                scratch: &scratch.merge) { run, payloadSize in
+                out.leaves.append(try NodeWriter.prepareLeaf(
+                    run, payloadSize: payloadSize, configuration: reader.configuration, compressor: compressor,
+                    scratch: &scratch.payload, framingInto: &out.framed))
+            }
         }
     }
 
     /// Appends the replacements of the leaf at `offset` (the next job: the writer asks in key order) and
-    /// returns their entries for the parent.
-    func write(leafAt offset: UInt64, nodes: inout NodeWriter) throws -> [ChildEntry] {
+    /// their entries for the parent to `children`.
+    func write(leafAt offset: UInt64, nodes: inout NodeWriter, into children: inout [InnerEntry]) throws {
         guard next < jobs.count, jobs[next].offset == offset else { throw reader.misplacedLeaf(at: offset) }
         if next - currentStart == LeafPreparation.window {
             current?.group.wait()
@@ -384,12 +468,17 @@ private final class LeafPreparation: @unchecked Sendable {
         guard let current else { throw reader.misplacedLeaf(at: offset) }
         current.group.wait()
         let index = next - currentStart
-        let prepared = try current.results[index].get()
-        current.results[index] = .success([])
-        next += 1
-        return try current.framed[index / LeafPreparation.perTask].withUnsafeBytes { buffer in
-            try prepared.map { try nodes.write(prepared: $0, from: buffer) }
+        let (t, j) = index.quotientAndRemainder(dividingBy: LeafPreparation.perTask)
+        try current.tasks.withUnsafeBufferPointer { tasks in
+            let task = tasks[t]
+            guard j < task.ends.count else { throw task.failure ?? reader.misplacedLeaf(at: offset) }
+            try task.framed.withUnsafeBytes { buffer in
+                for leaf in task.leaves[(j == 0 ? 0 : task.ends[j - 1])..<task.ends[j]] {
+                    children.append(.written(try nodes.write(prepared: leaf, from: buffer)))
+                }
+            }
         }
+        next += 1
     }
 
     /// The index in `parent` of the next leaf to write, when `parent` points to it (the writer asks for each
@@ -409,29 +498,72 @@ private final class LeafPreparation: @unchecked Sendable {
 }
 
 /// Slots written from several threads at distinct indices.
-private struct UnsafeSendableResults: @unchecked Sendable {
-    let results: UnsafeMutableBufferPointer<Result<[PreparedLeaf], any Error>>
-    let framed: UnsafeMutableBufferPointer<[UInt8]>
+private struct UnsafeSendableOutputs: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<LeafPreparation.TaskOutput>
+    init(_ buffer: UnsafeMutableBufferPointer<LeafPreparation.TaskOutput>) { self.buffer = buffer }
 }
 
-/// A batch's keys and values copied into one buffer, so views of all of them can be held at once.
-private struct FlatActions {
-    var storage: [UInt8] = []
-    var items: [(key: Range<Int>, value: Range<Int>?)] = []
+/// A batch's keys and values copied into one allocation, which lives as long as this object: views of any of
+/// them can be held at once, on any thread, with no action's arrays retained or pinned.
+private final class ActionBytes: @unchecked Sendable {
+    /// Where action i's key and value lie in `storage` (`valueCount` -1: a removal).
+    private struct Item {
+        var keyStart: Int
+        var keyCount: Int
+        var valueStart: Int
+        var valueCount: Int
+    }
 
-    init(_ actions: ArraySlice<BTreeAction>) {
-        items.reserveCapacity(actions.count)
-        storage.reserveCapacity(actions.reduce(0) { $0 + $1.key.count + ($1.value?.count ?? 0) })
-        for a in actions {
-            let k = storage.count..<(storage.count + a.key.count)
-            storage.append(contentsOf: a.key)
-            var v: Range<Int>?
-            if let value = a.value {
-                v = storage.count..<(storage.count + value.count)
-                storage.append(contentsOf: value)
+    /// The number of actions.
+    let count: Int
+    /// One allocation: the items, then the bytes.
+    private let items: UnsafeMutablePointer<Item>
+    private let storage: UnsafeMutableRawPointer
+
+    init(_ actions: [BTreeAction]) {
+        count = actions.count
+        var total = 0
+        for a in actions { total += a.key.count + (a.value?.count ?? 0) }
+        let itemBytes = actions.count * MemoryLayout<Item>.stride
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: max(1, itemBytes + total),
+                                                      alignment: MemoryLayout<Item>.alignment)
+        items = memory.bindMemory(to: Item.self, capacity: actions.count)
+        storage = memory + itemBytes
+        var at = 0
+        func copy(_ bytes: [UInt8]) -> Int {
+            let start = at
+            bytes.withUnsafeBytes { b in
+                if b.count > 0 { (storage + at).copyMemory(from: b.baseAddress!, byteCount: b.count) }
             }
-            items.append((k, v))
+            at += bytes.count
+            return start
         }
+        for (i, a) in actions.enumerated() {
+            let keyStart = copy(a.key)
+            let valueStart = a.value.map(copy) ?? at
+            (items + i).initialize(to: Item(keyStart: keyStart, keyCount: a.key.count, valueStart: valueStart,
+                                            valueCount: a.value?.count ?? -1))
+        }
+    }
+
+    deinit {
+        UnsafeMutableRawPointer(items).deallocate()
+    }
+
+    /// Action `i`'s key. Valid while this object lives.
+    @inline(__always)
+    func key(_ i: Int) -> UnsafeRawBufferPointer {
+        precondition(i >= 0 && i < count)
+        let item = items[i]
+        return UnsafeRawBufferPointer(start: storage + item.keyStart, count: item.keyCount)
+    }
+
+    /// Action `i`'s value, nil for a removal. Valid while this object lives.
+    @inline(__always)
+    func value(_ i: Int) -> UnsafeRawBufferPointer? {
+        precondition(i >= 0 && i < count)
+        let item = items[i]
+        return item.valueCount < 0 ? nil : UnsafeRawBufferPointer(start: storage + item.valueStart, count: item.valueCount)
     }
 }
 

@@ -106,6 +106,31 @@ package final class Node: @unchecked Sendable {
         (sharedPrefixLength, keyHeads) = Node.computeKeyHeads(payload, layout)
     }
 
+    /// The entries of a leaf chunk's `payload` as views of it (valid while it lives), into `entries` (emptied
+    /// first, its capacity kept): for a caller that walks a leaf once, without the entry layout and key heads a
+    /// node builds for searching it. Validated as ``init(payload:isLeaf:path:)`` validates a leaf.
+    ///
+    /// - Throws: `.corruption` naming the file and offset when a length runs past the payload or the count is 0.
+    package static func leafEntries(
+        of payload: ChunkPayload, path: String,
+        into entries: inout [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]
+    ) throws {
+        entries.removeAll(keepingCapacity: true)
+        // The payload's bytes stay where they are while it lives (as a node's accessors rely on too).
+        let bytes = UnsafeRawBufferPointer(start: payload.base, count: payload.count)
+        var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
+        let n = try r.readLength(limit: bytes.count)
+        guard n > 0 else { throw r.corruption("node has no entries") }
+        // A buffer kept from leaf to leaf grows by doubling, not to each larger leaf's exact count.
+        if entries.capacity < n { entries.reserveCapacity(max(n, 2 * entries.capacity)) }
+        for _ in 0..<n {
+            let key = try r.readLengthPrefixed()
+            let value = try r.readLengthPrefixed()
+            entries.append((key, value))
+        }
+        guard r.isAtEnd else { throw r.corruption("node has \(r.remaining) bytes after its last entry") }
+    }
+
     /// Inner nodes: where entry `i`'s encoded bytes (key length, key, node pointer) lie in the payload, which
     /// a rewrite of this node copies unchanged for a child it does not touch. Only valid when
     /// ``hasShortestKeyLengths``: the entry's start is then the key's start less its length prefix's size.

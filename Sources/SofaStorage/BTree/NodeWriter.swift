@@ -30,7 +30,7 @@ package enum InnerEntry {
 }
 
 /// A leaf encoded, reduced and framed, waiting to be appended
-/// (``NodeWriter/prepareLeaf(_:configuration:compressor:scratch:framingInto:)``).
+/// (``NodeWriter/prepareLeaf(_:payloadSize:configuration:compressor:scratch:framingInto:)``).
 package struct PreparedLeaf: Sendable {
     /// Where the chunk as it goes into the file (prefix, then the payload, compressed when that saved space)
     /// lies in the buffer it was framed into.
@@ -146,28 +146,34 @@ package struct NodeWriter {
     /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:from:)``:
     /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
     /// other threads (each with its own `compressor`, nil when the tree does not compress, and its own
-    /// `scratch` buffer for the payload). The framed bytes, appended to `buffer` (one buffer for several
+    /// `scratch` buffer for the payload; `payloadSize` as in ``writeLeaf(_:payloadSize:)``). The framed bytes, appended to `buffer` (one buffer for several
     /// leaves: one allocation, not one per leaf), are those ``writeLeaf(_:)`` appends.
     package static func prepareLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
-        configuration: BTreeConfiguration, compressor: Compressor?, scratch: inout [UInt8],
+        payloadSize: Int? = nil, configuration: BTreeConfiguration, compressor: Compressor?, scratch: inout [UInt8],
         framingInto buffer: inout [UInt8]
     ) throws -> PreparedLeaf {
         precondition(!entries.isEmpty)
-        scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: repeatElement(0, count: NodeWriter.leafPayloadSize(entries)))
+        let size = payloadSize ?? NodeWriter.leafPayloadSize(entries)
+        assert(size == NodeWriter.leafPayloadSize(entries))
+        // The buffer only grows, and is not cleared from leaf to leaf: its first `size` bytes are all written.
+        if scratch.count < size { scratch.append(contentsOf: repeatElement(0, count: size - scratch.count)) }
         var noLayout: [Node.Layout]? = nil
-        scratch.withUnsafeMutableBytes { NodeWriter.encodeLeafPayload(entries, into: $0, layout: &noLayout) }
+        scratch.withUnsafeMutableBytes {
+            NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<size]),
+                                         layout: &noLayout)
+        }
         let reduction = try configuration.reducer?.reduce(entries) ?? []
         let start = buffer.count
         let length = scratch.withUnsafeBytes {
-            Chunk.append(kind: .leaf, payload: $0, compressor: compressor, to: &buffer)
+            Chunk.append(kind: .leaf, payload: UnsafeRawBufferPointer(rebasing: $0[..<size]), compressor: compressor,
+                         to: &buffer)
         }
         return PreparedLeaf(framed: start..<(start + length), lastKey: Array(entries[entries.count - 1].key),
                             rows: entries.count, reduction: reduction)
     }
 
-    /// Appends a leaf ``prepareLeaf(_:configuration:compressor:scratch:framingInto:)`` framed into `buffer`
+    /// Appends a leaf ``prepareLeaf(_:payloadSize:configuration:compressor:scratch:framingInto:)`` framed into `buffer`
     /// and returns its entry for the parent. The leaf is not cached (see ``BTree/modified(by:)``).
     package mutating func write(prepared leaf: PreparedLeaf, from buffer: UnsafeRawBufferPointer) throws -> ChildEntry {
         let (offset, length) = try file.append(framed: UnsafeRawBufferPointer(rebasing: buffer[leaf.framed]))
