@@ -129,6 +129,41 @@ import Testing
         #expect(readFile(path) == bytes)
     }
 
+    /// The writeback hint of a large uncommitted stretch is given on another thread: the writer goes on while
+    /// it blocks (a full disk queue), and the commit's `fdatasync`, like `close()`, waits for it first.
+    @Test func writebackHintRunsBesideTheWriterAndTheCommitWaitsForIt() throws {
+        let dir = TemporaryDirectory()
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: dir.file("f"), options: StorageOptions(), system: calls)
+        let payload = [UInt8](repeating: 7, count: 4096)
+        for _ in 0..<40 {  // 160 KiB: more than a one-sync commit holds
+            _ = try payload.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }
+        }
+        let release = DispatchSemaphore(value: 0)
+        let observed = Lock<(finished: Bool, syncsWhileHeld: Int)>((false, -1))
+        calls.writebackHook.withLock {
+            $0 = {
+                let before = calls.count(.fdatasync)
+                release.wait()
+                let during = calls.count(.fdatasync) - before
+                observed.withLock { $0 = (true, during) }
+            }
+        }
+        // Had the hint run on this thread, only this would end the wait (and the next check would fail).
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(5)) { release.signal() }
+        try file.flushAppendedStartingWriteback()
+        // Returned with the hint still held: it runs on another thread.
+        #expect(observed.withLock { $0.finished } == false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { release.signal() }
+        try file.commit(roots: [], metadata: [1])  // waits for the hint before it syncs
+        let (finished, syncsWhileHeld) = observed.withLock { $0 }
+        #expect(finished)
+        #expect(syncsWhileHeld == 0, "the commit synced while the hint was still running")
+        #expect(calls.writebacksStarted == 1)
+        try file.close()
+        #expect(try StorageFile(path: dir.file("f")).latestCommit.metadata == [1])
+    }
+
     @Test func writableOpenCutsGarbageTailAndKeepsGoing() throws {
         let dir = TemporaryDirectory()
         let path = dir.file("f")

@@ -138,8 +138,13 @@ package final class FaultInjectingSystemCalls: SystemCalls {
     /// ``writebacksStarted``.
     package func startWriteback(_ fd: Int32, offset: Int64, length: Int64) {
         state.withLock { $0.writebacks += 1 }
+        writebackHook.withLock { $0 }?()
         base.startWriteback(fd, offset: offset, length: length)
     }
+
+    /// Run at the start of every writeback hint, on the thread that gives it: a test holds the hint there to see
+    /// what the writer does meanwhile.
+    package let writebackHook = Lock<(@Sendable () -> Void)?>(nil)
 
     /// How many ``startWriteback(_:offset:length:)`` hints were given so far.
     package var writebacksStarted: Int { state.withLock { $0.writebacks } }

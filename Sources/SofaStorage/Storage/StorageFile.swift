@@ -1,4 +1,5 @@
 import CLZ4
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,6 +92,12 @@ public final class StorageFile: @unchecked Sendable {
     /// Other threads' reads in progress (``beginHelperReads()``), and whether a failed write owes a cut.
     private var helperReads = 0
     private var discardOwed = false
+    /// The writeback hint in progress (``flushAppendedStartingWriteback()``), on ``writebackQueue``: waited for
+    /// before the descriptor is synced, cut or closed (``finishWriteback()``).
+    private var writebackInFlight: DispatchGroup?
+    /// `sync_file_range` blocks while the disk's queue is full (2–18 ms for V6's ~40 MiB): the hint is given
+    /// from here so that the writer goes on meanwhile.
+    private static let writebackQueue = DispatchQueue(label: "sofa.writeback-hint", qos: .utility)
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
@@ -203,6 +210,7 @@ public final class StorageFile: @unchecked Sendable {
     deinit {
         let wasClosed = shared.withLock { $0.closed }
         if !wasClosed {
+            writebackInFlight?.wait()
             if !options.readOnly { system.unlock(fd) }
             try? system.close(fd)
         }
@@ -476,12 +484,28 @@ public final class StorageFile: @unchecked Sendable {
     /// one-sync commit holds and the file is durable, starts their writeback to the disk without waiting, so
     /// that the commit's data `fdatasync` finds most of them written. For a writer with more work to do before
     /// it commits (a view update recomputing its group aggregates). Writer only.
+    ///
+    /// The hint is given on another thread (the call blocks while the disk's queue is full); the commit, a
+    /// discard and `close()` wait for it first, so it never outlives the descriptor.
     package func flushAppendedStartingWriteback() throws {
         try flushPending()
         let start = latestCommit.endOffset
         let end = flushedEnd.load(ordering: .relaxed)
         guard options.durability == .full, end > start, end - start > UInt64(StorageFile.oneSyncLimit) else { return }
-        system.startWriteback(fd, offset: Int64(start), length: Int64(end - start))
+        finishWriteback()
+        let group = DispatchGroup()
+        let (system, fd) = (self.system, self.fd)
+        StorageFile.writebackQueue.async(group: group) {
+            system.startWriteback(fd, offset: Int64(start), length: Int64(end - start))
+        }
+        writebackInFlight = group
+    }
+
+    /// Waits for the writeback hint in progress, if any. Writer only.
+    private func finishWriteback() {
+        guard let group = writebackInFlight else { return }
+        group.wait()
+        writebackInFlight = nil
     }
 
     /// Marks the start of reads by other threads below ``writtenLength`` (a parallel batch modify's leaf
@@ -530,6 +554,7 @@ public final class StorageFile: @unchecked Sendable {
 
     /// Forgets every chunk appended since the last commit. Roots built from them must be dropped too.
     public func discardUncommitted() {
+        finishWriteback()
         pending.removeAll(keepingCapacity: false)
         uncommittedCRC = 0
         // After `close()` the descriptor number may already name another file: nothing to cut.
@@ -568,6 +593,7 @@ public final class StorageFile: @unchecked Sendable {
     public func commit(roots: [NodePointer?], metadata: [UInt8]) throws -> CommitHeader {
         try checkWritable()
         precondition(roots.count <= CommitHeader.maximumRoots, "too many roots")
+        finishWriteback()
         let previous = latestCommit
         let durable = options.durability == .full
         let written = flushedEnd.load(ordering: .relaxed)
@@ -660,6 +686,7 @@ public final class StorageFile: @unchecked Sendable {
         }
         _ = mapping  // released outside the lock
         guard !wasClosed else { return }
+        finishWriteback()
         pending.removeAll()
         // Free the decoded nodes now, so a close pays for its own cleanup rather than whatever runs next.
         nodeCache.removeAll()
