@@ -69,6 +69,42 @@ import Testing
         }
     }
 
+    /// On a cold node cache, a lookup that does not cache its leaf reads each inner node of its path once,
+    /// through the tree (decoded and cached), and only the leaf in place: an inner node is told apart by its
+    /// chunk's kind byte before being checked or decompressed into the reader's buffer. A second lookup in the
+    /// same leaf reads nothing from the file (the inner nodes from the memo, the leaf's bytes again from the buffer).
+    @Test(arguments: [true, false])
+    func innerNodesAreReadOnce(compress: Bool) throws {
+        var rng = SeededGenerator(seed: 5)
+        let dir = TemporaryDirectory()
+        let (file, tree) = try Self.makeTree(dir, count: 3000, compress: compress, rng: &rng)
+        defer { try? file.close() }
+        var levels = 0  // nodes on a root-to-leaf path
+        try tree.forEachNode { levels = max(levels, $0.level) }
+        #expect(levels >= 3)
+        let key = Self.key(2 * 1500), next = Self.key(2 * 1500 + 2)
+        let expected = (try tree.get(key), try tree.get(next))
+        file.nodeCache.removeAll()  // (the reads above cached the nodes)
+        let reader = BTreeReader(tree)
+        let before = file.nodeCache.statistics
+        #expect(before.nodes == 0, "a cold cache")
+        let got = try key.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        let after = file.nodeCache.statistics
+        #expect(got == expected.0)
+        #expect(after.misses - before.misses == levels, "each node of the path missed the cache once")
+        #expect(after.nodes == levels - 1, "the inner nodes cached, the leaf not")
+        #expect(reader.leavesReadInPlace == 1, "only the leaf was read in place")
+        #expect(reader.memoMisses == levels - 1)
+        #expect(reader.memoHits == 0)
+        // The same leaf again: nothing read.
+        let again = try next.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        #expect(again == expected.1)
+        #expect(file.nodeCache.statistics.misses == after.misses + 1,
+                "the leaf's cache probe only: the inner nodes come from the memo")
+        #expect(reader.leavesReadInPlace == 1, "the leaf's bytes reused")
+        #expect(reader.memoHits == levels - 1)
+    }
+
     /// The chunk of the leaf holding `key` in `tree`: its offset and stored length (prefix included).
     static func leafChunk(_ tree: BTree, holding key: [UInt8]) throws -> (offset: UInt64, length: Int) {
         var found: (UInt64, Int)?
