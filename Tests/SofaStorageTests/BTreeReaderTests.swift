@@ -31,8 +31,8 @@ import Testing
         return (file, BTree(file: file, commit: file.latestCommit, index: 0, configuration: config))
     }
 
-    @Test(arguments: [true, false])
-    func answersAsTheTreeDoes(compress: Bool) throws {
+    @Test(arguments: [(true, BTreeReader.defaultMemoBudget), (false, BTreeReader.defaultMemoBudget), (true, 16 << 10)])
+    func answersAsTheTreeDoes(compress: Bool, memoBudget: Int) throws {
         for seed in SeededGenerator.seeds(fixed: [3]) {
             var rng = SeededGenerator(seed: seed)
             let dir = TemporaryDirectory()
@@ -42,7 +42,7 @@ import Testing
             var depth = 0
             try tree.forEachNode { depth = max(depth, $0.level) }
             #expect(depth >= 4, "seed \(seed): a tree deep enough to exercise the memo's levels (\(depth))")
-            let reader = BTreeReader(tree)
+            let reader = BTreeReader(tree, memoBudget: memoBudget)
             // Scattered lookups (a mapping chunk's), then sorted ones; present and absent keys, leaves cached or not.
             var probes = (0..<3000).map { _ in Int.random(in: -2...(2 * count + 2), using: &rng) }
             probes += probes.sorted()
@@ -65,6 +65,11 @@ import Testing
                 #expect(first?.withUnsafeBytes { Array($0) } == expectedFirst?.withUnsafeBytes { Array($0) },
                         "seed \(seed): first row \(low)...\(high)")
                 low = high + Int.random(in: 1...50, using: &rng)
+            }
+            #expect(reader.memoBytes > 0 && reader.memoBytes <= memoBudget,
+                    "seed \(seed): the memo within its budget (\(reader.memoBytes) bytes)")
+            if memoBudget < BTreeReader.defaultMemoBudget {
+                #expect(reader.memoBytes >= memoBudget * 3 / 4, "seed \(seed): the small budget filled")
             }
         }
     }

@@ -11,6 +11,11 @@
 /// a cache probe: the root and the upper levels are then read from the memo, and a run of sorted reads finds the
 /// path it shares with the previous one there.
 ///
+/// The memo's nodes are outside the node cache's budget, so their total is bounded: the slots hold at most
+/// ``memoBudget`` bytes of nodes (by ``Node/memoryCost``; by default 4 MiB: the ~1,000 inner nodes above a 1M-document
+/// by-ID tree's leaves nearly all fit), plus, outside that, the last inner node read at each depth that did not
+/// fit and the last leaf. A view update's mapping holds two readers per worker and one worker per core.
+///
 /// A leaf that a lookup reads from the file without caching it (`cachingLeaf` false), or that a range reduce reads
 /// on its range's edge, is decompressed into a buffer of the reader's and walked in place (``LeafLookup``,
 /// ``ReduceParts/addLeafRows(_:chunkOffset:range:path:)``): no `Node`, no allocation, no cache insert. Whether a
@@ -29,7 +34,20 @@ package final class BTreeReader {
     private struct Slot {
         var offset: UInt64 = 0
         var node: Unmanaged<Node>?
+        /// The node's ``Node/memoryCost`` when it was kept (counted in `memoBytes`).
+        var cost = 0
     }
+
+    /// The most bytes of nodes (by ``Node/memoryCost``) the slots hold at once, unless the reader is given
+    /// another budget.
+    package static let defaultMemoBudget = 4 << 20
+    /// The most bytes of nodes (by ``Node/memoryCost``) this reader's slots hold at once.
+    package let memoBudget: Int
+    /// Bytes of the nodes in the slots.
+    package private(set) var memoBytes = 0
+    /// Per depth, the last inner node read there that the slots had no room for (over ``memoBudget``): kept
+    /// while the read that went through it may still use it.
+    private var unslotted: [(offset: UInt64, node: Node)?] = []
 
     /// Inner-node slots per depth: a power of two. Enough for the level above the leaves of a 1M-document
     /// by-ID tree (about a thousand inner nodes), so that scattered lookups find it here too.
@@ -58,9 +76,10 @@ package final class BTreeReader {
     /// or the reader's buffer, which another read through this reader would replace.
     private var lending = false
 
-    /// A reader of `tree`.
-    package init(_ tree: BTree) {
+    /// A reader of `tree` whose memo's slots hold at most `memoBudget` bytes of nodes.
+    package init(_ tree: BTree, memoBudget: Int = BTreeReader.defaultMemoBudget) {
         self.tree = tree
+        self.memoBudget = memoBudget
         slots = .allocate(capacity: 0)
     }
 
@@ -81,8 +100,9 @@ package final class BTreeReader {
         if let leaf, leaf.offset == offset { return Unmanaged.passUnretained(leaf.node) }
         guard depth < depths else { return nil }
         let s = slots[BTreeReader.slot(offset, depth: depth)]
-        guard s.offset == offset, let node = s.node else { return nil }
-        return node
+        if s.offset == offset, let node = s.node { return node }
+        if let u = unslotted[depth], u.offset == offset { return Unmanaged.passUnretained(u.node) }
+        return nil
     }
 
     /// The memo's node at `offset` for `depth`, if it holds it; counted in ``memoHits``.
@@ -94,8 +114,9 @@ package final class BTreeReader {
     }
 
     /// Keeps `node` (at `offset`, `depth` below the root) in the memo, in place of the node its slot held (a
-    /// leaf in place of the last leaf): safe because a node is only lent while its read is at that depth, and a
-    /// descent replaces only deeper ones; one leaf is lent at a time.
+    /// leaf in place of the last leaf; when the slots would go over ``memoBudget``, in place of the depth's
+    /// unslotted node): safe because a node is only lent while its read is at that depth, and a descent replaces
+    /// only deeper ones; one leaf is lent at a time.
     private func remember(_ node: Node, at offset: UInt64, depth: Int) -> Unmanaged<Node> {
         memoMisses += 1
         if node.isLeaf {
@@ -104,9 +125,15 @@ package final class BTreeReader {
         }
         if depth >= depths { grow(to: depth + 1) }
         let i = BTreeReader.slot(offset, depth: depth)
+        let cost = node.memoryCost
+        guard memoBytes - slots[i].cost + cost <= memoBudget else {
+            unslotted[depth] = (offset, node)
+            return Unmanaged.passUnretained(node)
+        }
         slots[i].node?.release()
+        memoBytes += cost - slots[i].cost
         let kept = Unmanaged.passRetained(node)
-        slots[i] = Slot(offset: offset, node: kept)
+        slots[i] = Slot(offset: offset, node: kept, cost: cost)
         return kept
     }
 
@@ -117,6 +144,7 @@ package final class BTreeReader {
         (larger + depths * n).initialize(repeating: Slot(), count: (newDepths - depths) * n)
         slots.deallocate()
         slots = larger
+        unslotted += repeatElement(nil, count: newDepths - depths)
         depths = newDepths
     }
 
@@ -125,7 +153,7 @@ package final class BTreeReader {
     ///
     /// `Unmanaged._withUnsafeGuaranteedRef` is an underscored standard-library API: it lends the object without a
     /// retain and release, on the caller's promise that something else keeps it alive for the closure's duration.
-    /// Here that is the memo (a slot's retained reference, or `leaf`), which no read replaces at this depth or
+    /// Here that is the memo (a slot's retained reference, `unslotted` or `leaf`), which no read replaces at this depth or
     /// above while the closure runs.
     @inline(__always)
     private func node(at offset: UInt64, depth: Int) throws -> Unmanaged<Node> {
