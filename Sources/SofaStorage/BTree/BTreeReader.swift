@@ -28,6 +28,11 @@
 /// ``StorageFile/readChunk(at:kind:limit:)`` checks it (CRC32C, lengths, decompressed size), so a damaged node
 /// gives the same `.corruption` error. Not thread-safe: one per thread, alive no longer than the operation it
 /// serves (the nodes it holds stay in memory while it lives).
+///
+/// A reader over a tree whose limit is the file's written length rather than a commit's end (a group recompute
+/// reads the rows it has just appended, not yet committed) must not outlive the writer's next append or
+/// ``StorageFile/discardUncommitted()``: a discard drops the uncommitted chunks it reads, and the appends after
+/// it reuse their offsets for other chunks, which a memo by offset would not notice.
 package final class BTreeReader {
     /// The tree read.
     package let tree: BTree
