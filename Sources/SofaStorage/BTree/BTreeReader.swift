@@ -158,8 +158,8 @@ package final class BTreeReader {
     ///
     /// `Unmanaged._withUnsafeGuaranteedRef` is an underscored standard-library API: it lends the object without a
     /// retain and release, on the caller's promise that something else keeps it alive for the closure's duration.
-    /// Here that is the memo (a slot's retained reference, `unslotted` or `leaf`), which no read replaces at this depth or
-    /// above while the closure runs.
+    /// Here that is the memo (a slot's retained reference, `unslotted` or `leaf`), which no read replaces at
+    /// this depth or above while the closure runs.
     @inline(__always)
     private func node(at offset: UInt64, depth: Int) throws -> Unmanaged<Node> {
         if let node = remembered(offset, depth: depth) { return node }
@@ -169,9 +169,9 @@ package final class BTreeReader {
     // MARK: - Lookups
 
     /// Calls `body` with the value stored under `key` (nil when there is none), valid during the call; `body`
-    /// must not use this reader (a precondition: the bytes may be the reader's own). A leaf neither in the memo nor in the node cache is read from the file into
-    /// the reader's buffer and, unless `cachingLeaf`, searched there without being decoded or cached (as
-    /// ``BTree/value(for:cachingLeaf:)`` does it).
+    /// must not use this reader (a precondition: the bytes may be the reader's own). A leaf neither in the memo
+    /// nor in the node cache is read from the file into the reader's buffer and, unless `cachingLeaf`, searched
+    /// there without being decoded or cached (as ``BTree/value(for:cachingLeaf:)`` does it).
     package func withValue<R>(for key: UnsafeRawBufferPointer, cachingLeaf: Bool = true,
                               _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
         precondition(!lending, "a BTreeReader.withValue body read through the same reader")
