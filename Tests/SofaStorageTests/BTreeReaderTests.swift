@@ -110,6 +110,28 @@ import Testing
         #expect(reader.memoHits == levels - 1)
     }
 
+    /// Once the file is closed, a reader that would read a chunk from the mapping it holds throws as the plain
+    /// reads do ("the file is closed"), rather than reading on.
+    @Test func readsFailOnceTheFileIsClosed() throws {
+        var rng = SeededGenerator(seed: 7)
+        let dir = TemporaryDirectory()
+        let (file, tree) = try Self.makeTree(dir, count: 3000, compress: true, rng: &rng)
+        let reader = BTreeReader(tree)
+        // Every inner node into the memo, so that the read below goes to the file only for its leaf.
+        for n in stride(from: 0, to: 6000, by: 20) {
+            _ = try Self.key(n).withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        }
+        let misses = reader.memoMisses
+        try file.close()
+        let far = Self.key(2 * 2900)
+        #expect {
+            try far.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        } throws: { error in
+            (error as? SofaError)?.code == .invalidArgument && "\(error)".contains("closed")
+        }
+        #expect(reader.memoMisses == misses, "the inner nodes came from the memo: the leaf's read threw")
+    }
+
     /// The chunk of the leaf holding `key` in `tree`: its offset and stored length (prefix included).
     static func leafChunk(_ tree: BTree, holding key: [UInt8]) throws -> (offset: UInt64, length: Int) {
         var found: (UInt64, Int)?
