@@ -244,8 +244,8 @@ extension ViewIndex {
                                     try byID.withValue(for: id, cachingLeaf: false, mapEntry)
                                 }
                                 if let previousBack {
-                                    mapped.previousBack.append(try readers.reader(WorkerReaders.previousBackIndex, of: previousBack)
-                                        .get(id, cachingLeaf: false))
+                                    let back = readers.reader(WorkerReaders.previousBackIndex, of: previousBack)
+                                    mapped.previousBack.append(try back.get(id, cachingLeaf: false))
                                 }
                             }
                         }

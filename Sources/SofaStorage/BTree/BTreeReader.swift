@@ -12,9 +12,10 @@
 /// path it shares with the previous one there.
 ///
 /// The memo's nodes are outside the node cache's budget, so their total is bounded: the slots hold at most
-/// ``memoBudget`` bytes of nodes (by ``Node/memoryCost``; by default 4 MiB: the ~1,000 inner nodes above a 1M-document
-/// by-ID tree's leaves nearly all fit), plus, outside that, the last inner node read at each depth that did not
-/// fit and the last leaf. A view update's mapping holds two readers per worker and one worker per core.
+/// ``memoBudget`` bytes of nodes (by ``Node/memoryCost``; by default 4 MiB, in which the ~1,000 inner nodes
+/// above a 1M-document by-ID tree's leaves nearly all fit), plus, outside that, the last inner node read at each
+/// depth that did not fit and the last leaf. A view update's mapping holds two readers per worker and one
+/// worker per core: at most about 8 MiB a core.
 ///
 /// A leaf that a lookup reads from the file without caching it (`cachingLeaf` false), or that a range reduce reads
 /// on its range's edge, is decompressed into a buffer of the reader's and walked in place (``LeafLookup``,
@@ -64,7 +65,8 @@ package final class BTreeReader {
     /// `depths × slotsPerLevel` slots; slot `depth × slotsPerLevel + hash(offset)` holds a node of that depth.
     private var slots: UnsafeMutablePointer<Slot>
     private var depths = 0
-    /// The mapping the last chunk read used (see ``StorageFile/unsafeChunkBytes(at:ifKind:limit:mapping:scratch:)``).
+    /// The mapping the last chunk read used
+    /// (see ``StorageFile/unsafeChunkBytes(at:ifKind:limit:mapping:scratch:)``).
     private var mapping: Mapping?
     private let scratch = ScratchBuffer()
     /// The leaf last read in place, and its payload bytes (in `scratch` or `mapping`, valid until the next
