@@ -31,8 +31,8 @@ import Testing
         return (file, BTree(file: file, commit: file.latestCommit, index: 0, configuration: config))
     }
 
-    @Test(arguments: [true, false])
-    func answersAsTheTreeDoes(compress: Bool) throws {
+    @Test(arguments: [(true, BTreeReader.defaultMemoBudget), (false, BTreeReader.defaultMemoBudget), (true, 16 << 10)])
+    func answersAsTheTreeDoes(compress: Bool, memoBudget: Int) throws {
         for seed in SeededGenerator.seeds(fixed: [3]) {
             var rng = SeededGenerator(seed: seed)
             let dir = TemporaryDirectory()
@@ -42,7 +42,7 @@ import Testing
             var depth = 0
             try tree.forEachNode { depth = max(depth, $0.level) }
             #expect(depth >= 4, "seed \(seed): a tree deep enough to exercise the memo's levels (\(depth))")
-            let reader = BTreeReader(tree)
+            let reader = BTreeReader(tree, memoBudget: memoBudget)
             // Scattered lookups (a mapping chunk's), then sorted ones; present and absent keys, leaves cached or not.
             var probes = (0..<3000).map { _ in Int.random(in: -2...(2 * count + 2), using: &rng) }
             probes += probes.sorted()
@@ -66,7 +66,70 @@ import Testing
                         "seed \(seed): first row \(low)...\(high)")
                 low = high + Int.random(in: 1...50, using: &rng)
             }
+            #expect(reader.memoBytes > 0 && reader.memoBytes <= memoBudget,
+                    "seed \(seed): the memo within its budget (\(reader.memoBytes) bytes)")
+            if memoBudget < BTreeReader.defaultMemoBudget {
+                #expect(reader.memoBytes >= memoBudget * 3 / 4, "seed \(seed): the small budget filled")
+            }
         }
+    }
+
+    /// On a cold node cache, a lookup that does not cache its leaf reads each inner node of its path once,
+    /// through the tree (decoded and cached), and only the leaf in place: an inner node is told apart by its
+    /// chunk's kind byte before being checked or decompressed into the reader's buffer. A second lookup in the
+    /// same leaf reads nothing from the file (the inner nodes from the memo, the leaf's bytes again from the buffer).
+    @Test(arguments: [true, false])
+    func innerNodesAreReadOnce(compress: Bool) throws {
+        var rng = SeededGenerator(seed: 5)
+        let dir = TemporaryDirectory()
+        let (file, tree) = try Self.makeTree(dir, count: 3000, compress: compress, rng: &rng)
+        defer { try? file.close() }
+        var levels = 0  // nodes on a root-to-leaf path
+        try tree.forEachNode { levels = max(levels, $0.level) }
+        #expect(levels >= 3)
+        let key = Self.key(2 * 1500), next = Self.key(2 * 1500 + 2)
+        let expected = (try tree.get(key), try tree.get(next))
+        file.nodeCache.removeAll()  // (the reads above cached the nodes)
+        let reader = BTreeReader(tree)
+        let before = file.nodeCache.statistics
+        #expect(before.nodes == 0, "a cold cache")
+        let got = try key.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        let after = file.nodeCache.statistics
+        #expect(got == expected.0)
+        #expect(after.misses - before.misses == levels, "each node of the path missed the cache once")
+        #expect(after.nodes == levels - 1, "the inner nodes cached, the leaf not")
+        #expect(reader.leavesReadInPlace == 1, "only the leaf was read in place")
+        #expect(reader.memoMisses == levels - 1)
+        #expect(reader.memoHits == 0)
+        // The same leaf again: nothing read.
+        let again = try next.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        #expect(again == expected.1)
+        #expect(file.nodeCache.statistics.misses == after.misses + 1,
+                "the leaf's cache probe only: the inner nodes come from the memo")
+        #expect(reader.leavesReadInPlace == 1, "the leaf's bytes reused")
+        #expect(reader.memoHits == levels - 1)
+    }
+
+    /// Once the file is closed, a reader that would read a chunk from the mapping it holds throws as the plain
+    /// reads do ("the file is closed"), rather than reading on.
+    @Test func readsFailOnceTheFileIsClosed() throws {
+        var rng = SeededGenerator(seed: 7)
+        let dir = TemporaryDirectory()
+        let (file, tree) = try Self.makeTree(dir, count: 3000, compress: true, rng: &rng)
+        let reader = BTreeReader(tree)
+        // Every inner node into the memo, so that the read below goes to the file only for its leaf.
+        for n in stride(from: 0, to: 6000, by: 20) {
+            _ = try Self.key(n).withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        }
+        let misses = reader.memoMisses
+        try file.close()
+        let far = Self.key(2 * 2900)
+        #expect {
+            try far.withUnsafeBytes { try reader.get($0, cachingLeaf: false) }
+        } throws: { error in
+            (error as? SofaError)?.code == .invalidArgument && "\(error)".contains("closed")
+        }
+        #expect(reader.memoMisses == misses, "the inner nodes came from the memo: the leaf's read threw")
     }
 
     /// The chunk of the leaf holding `key` in `tree`: its offset and stored length (prefix included).
@@ -83,19 +146,20 @@ import Testing
     }
 
     /// A reader reading a damaged leaf from the file (not cached) throws `.corruption`, never crashes or
-    /// answers: a flipped payload byte fails the CRC; a chunk whose declared raw length is wrong but whose CRC
-    /// was recomputed (so only decompression can tell) fails to decompress to it.
+    /// answers: a flipped payload byte fails the CRC (leaves stored compressed or not); a compressed chunk whose
+    /// declared raw length is wrong but whose CRC was recomputed (so only decompression can tell) fails to
+    /// decompress to it.
     @Test func damagedLeavesAreCorruption() throws {
         var rng = SeededGenerator(seed: 11)
-        for damage in ["payload byte", "raw length"] {
+        for (damage, compress) in [("payload byte", true), ("raw length", true), ("payload byte", false)] {
             let dir = TemporaryDirectory()
-            let (file, tree) = try Self.makeTree(dir, count: 3000, compress: true, rng: &rng)
+            let (file, tree) = try Self.makeTree(dir, count: 3000, compress: compress, rng: &rng)
             let key = Self.key(2 * 1234)
             let (offset, length) = try Self.leafChunk(tree, holding: key)
             try file.close()
             var bytes = readFile(dir.file("tree"))
             let start = Int(offset)
-            #expect(bytes[start + 13] & 1 == 1, "the leaf is stored compressed")
+            #expect(bytes[start + 13] & 1 == (compress ? 1 : 0), "the leaf is stored compressed: \(compress)")
             if damage == "payload byte" {
                 bytes[start + length - 3] ^= 0x40
             } else {
@@ -120,69 +184,12 @@ import Testing
                 } throws: { error in
                     (error as? SofaError)?.code == .corruption && (error as? SofaError)?.offset == start
                 }
-                #expect(throws: SofaError.self, "\(damage): the reduce over the damaged leaf") {
+                #expect("\(damage), compressed \(compress): the reduce over the damaged leaf") {
                     try reader.reduceAndFirstEntry(in: KeyRange(lower: KeyBound(key, inclusive: true),
                                                                 upper: KeyBound(Self.key(2 * 1240), inclusive: true)))
+                } throws: { error in
+                    (error as? SofaError)?.code == .corruption && (error as? SofaError)?.offset == start
                 }
-            }
-        }
-    }
-}
-
-/// `ReduceParts.addLeafRows`, the reader's in-place reduce of a leaf's rows, on crafted payloads: the rows of the
-/// range as a decoded leaf gives them, and corruption errors (never a read out of bounds) on damaged bytes.
-@Suite struct LeafInPlaceReduceTests {
-    static func rows(_ bytes: [UInt8], _ range: KeyRange) throws -> (count: UInt64, sum: Int64?, first: [UInt8]?) {
-        var parts = ReduceParts(reducer: Int64SumReducer(), wantsFirst: true)
-        try bytes.withUnsafeBytes { try parts.addLeafRows($0, chunkOffset: 64, range: range, path: "test") }
-        let first = parts.first?.withUnsafeBytes { Array($0) }
-        let reduction = try parts.finish()
-        return (reduction.rowCount, reduction.rowCount > 0 ? Int64SumReducer.decode(reduction.value) : nil, first)
-    }
-
-    @Test func reducesTheRowsOfTheRangeAsTheDecodedLeafDoes() throws {
-        var rng = SeededGenerator(seed: 21)
-        for round in 0..<300 {
-            let keys = LeafLookupTests.inByteOrder(Set((0..<Int.random(in: 1...60, using: &rng)).map { _ in
-                LeafLookupTests.randomBytes(0...5, from: [0, 1, 2, 0xFF], using: &rng)
-            }))
-            let leafRows = keys.map { (key: $0, value: int64Value(Int64.random(in: -50...50, using: &rng))) }
-            let bytes = LeafLookupTests.leafBytes(leafRows)
-            let node = try Node(payload: LeafLookupTests.payload(bytes), isLeaf: true, path: "test")
-            func bound() -> KeyBound? {
-                Bool.random(using: &rng) ? nil : KeyBound(LeafLookupTests.randomBytes(0...5, from: [0, 1, 2, 0xFF],
-                                                                                    using: &rng),
-                                                          inclusive: Bool.random(using: &rng))
-            }
-            let range = KeyRange(lower: bound(), upper: bound())
-            var expected: [(key: [UInt8], value: [UInt8])] = []
-            for i in 0..<node.count where range.contains(node.key(i)) {
-                expected.append((Array(node.key(i)), Array(node.value(i))))
-            }
-            let got = try Self.rows(bytes, range)
-            #expect(got.count == UInt64(expected.count), "round \(round): count in \(range)")
-            #expect(got.first == expected.first?.value, "round \(round): first row in \(range)")
-            if !expected.isEmpty {
-                #expect(got.sum == expected.reduce(0) { $0 + Int64SumReducer.decode($1.value)! },
-                        "round \(round): sum in \(range)")
-            }
-        }
-    }
-
-    @Test func damagedLeavesAreCorruption() throws {
-        let clean = LeafLookupTests.leafBytes([([1], int64Value(1)), ([2], int64Value(2)), ([3], int64Value(3))])
-        #expect(try Self.rows(clean, .all).count == 3)
-        var damaged: [(String, [UInt8])] = [("no entries", [0]), ("trailing byte", clean + [7])]
-        for cut in 1..<clean.count { damaged.append(("cut at \(cut)", Array(clean[..<cut]))) }
-        var longKey = clean
-        longKey[1] = 0x7F  // the first key's length runs past the payload
-        damaged.append(("key length", longKey))
-        for (what, bytes) in damaged {
-            do {
-                _ = try Self.rows(bytes, .all)
-                Issue.record("\(what): no error")
-            } catch let error as SofaError {
-                #expect(error.code == .corruption, "\(what): \(error)")
             }
         }
     }

@@ -89,7 +89,7 @@ final class ExternalSorter {
     /// the parts: each sorted, together in `entries`. The sort is on the single-threaded tail of a build, where
     /// the core that will bulk-load the rows is otherwise idle.
     private func sortInParts() -> [Range<Int>] {
-        let cores = min(4, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let cores = min(4, DispatchQueue.onlineCoreCount)
         let count = entries.count
         let partCount = count < ExternalSorter.parallelSortMinimum ? 1 : cores
         let parts = (0..<partCount).map { p in (count * p / partCount)..<(count * (p + 1) / partCount) }

@@ -133,7 +133,7 @@ struct GroupChanges {
             // Each chunk writes only its own slots of `out`. A worker's reader keeps the nodes its reduces went
             // through: the groups are sorted, so consecutive ones share most of their descent.
             DispatchQueue.forEachChunk((keys.count + chunk - 1) / chunk) { c, readers in
-                let rows = readers.reader(0, of: reader)
+                let rows = readers.reader(WorkerReaders.groupRows, of: reader)
                 for i in (c * chunk)..<min(keys.count, (c + 1) * chunk) {
                     out.buffer[i] = Result {
                         try ViewIndex.groupValue(rows: rows, level: keys[i][0], prefix: Array(keys[i].dropFirst()))

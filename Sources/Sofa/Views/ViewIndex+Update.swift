@@ -212,7 +212,7 @@ extension ViewIndex {
                 // One worker per core takes chunks in turn, each with its own readers of the two trees, kept from
                 // chunk to chunk: their memos hold the upper nodes every lookup descends through.
                 DispatchQueue.forEachChunk(chunks) { c, readers in
-                    let byID = readers.reader(0, of: snapshot.byID)
+                    let byID = readers.reader(WorkerReaders.byID, of: snapshot.byID)
                     out.buffer[c] = Result {
                         var mapped = MappedChunk(reservingFor: chunk)
                         try batch.bytes.withUnsafeBytes { bytes in
@@ -244,8 +244,8 @@ extension ViewIndex {
                                     try byID.withValue(for: id, cachingLeaf: false, mapEntry)
                                 }
                                 if let previousBack {
-                                    mapped.previousBack.append(try readers.reader(1, of: previousBack)
-                                        .get(id, cachingLeaf: false))
+                                    let back = readers.reader(WorkerReaders.previousBackIndex, of: previousBack)
+                                    mapped.previousBack.append(try back.get(id, cachingLeaf: false))
                                 }
                             }
                         }
@@ -515,39 +515,6 @@ struct DocumentBatch {
     mutating func removeAll() {
         bytes.removeAll(keepingCapacity: true)
         items.removeAll(keepingCapacity: true)
-    }
-}
-
-/// The ``BTreeReader``s of one worker of ``DispatchQueue/forEachChunk(_:_:)``, made on first use.
-final class WorkerReaders {
-    private var readers: [BTreeReader?] = []
-
-    /// Reader number `slot` of the worker, reading `tree` (made on first use; every call with a slot must pass
-    /// the same tree).
-    func reader(_ slot: Int, of tree: BTree) -> BTreeReader {
-        while readers.count <= slot { readers.append(nil) }
-        if let reader = readers[slot] { return reader }
-        let reader = BTreeReader(tree)
-        readers[slot] = reader
-        return reader
-    }
-}
-
-extension DispatchQueue {
-    /// Calls `body` once for each of `count` chunks, on one worker per core (fewer when there are fewer chunks),
-    /// each worker taking the next chunk not yet taken; `body` gets the chunk's number and the worker's readers,
-    /// which stay with the worker from one chunk to the next. Returns when every chunk is done.
-    static func forEachChunk(_ count: Int, _ body: @Sendable (_ chunk: Int, _ readers: WorkerReaders) -> Void) {
-        let next = Atomic<Int>(0)
-        let workers = min(count, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-        concurrentPerform(iterations: workers) { _ in
-            let readers = WorkerReaders()
-            while true {
-                let c = next.add(1, ordering: .relaxed).oldValue
-                guard c < count else { return }
-                body(c, readers)
-            }
-        }
     }
 }
 

@@ -201,6 +201,7 @@ struct ReduceParts {
         self.wantsFirst = wantsFirst
     }
 
+    /// Adds a whole subtree: its row count and its stored reduction.
     mutating func addSubtree(_ count: UInt64, _ reduction: [UInt8]) {
         rows &+= count
         if reducer != nil { reductions.append(reduction) }
@@ -215,6 +216,7 @@ struct ReduceParts {
         reductions.append(stored.count == 1 ? Array(stored[0]) : try reducer.rereduce(stored))
     }
 
+    /// Adds leaf rows (views valid during the call), reduced into one reduction now.
     mutating func addRows(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws {
         guard !entries.isEmpty else { return }
         rows &+= UInt64(entries.count)
@@ -222,44 +224,38 @@ struct ReduceParts {
     }
 
     /// Adds the rows of `range` in the leaf whose payload is `bytes` (the leaf chunk at `chunkOffset`, read in
-    /// place: ``BTreeReader``), walking its entries in order up to the first one past the range, as
-    /// ``LeafLookup`` does: every length is checked before use, so damage gives a corruption error, and a leaf
-    /// read to its end must end after its last entry. When ``wantsFirst`` and no row came before, ``first`` is
-    /// a copy of the first row's value (the bytes do not outlive the reader's next read).
+    /// place: ``BTreeReader``), walking its entries in order up to the first one past the range with
+    /// ``LeafLookup/forEachEntry(inLeaf:chunkOffset:path:_:)``: every length is checked before use, so damage
+    /// gives a corruption error, and a leaf read to its end must end after its last entry. When ``wantsFirst``
+    /// and no row came before, ``first`` is a copy of the first row's value (the bytes do not outlive the
+    /// reader's next read).
     mutating func addLeafRows(_ bytes: UnsafeRawBufferPointer, chunkOffset: UInt64, range: KeyRange,
                               path: String) throws {
-        var r = ByteReader(bytes, fileOffset: chunkOffset + UInt64(FileFormat.chunkPrefixSize), path: path)
-        let n = try r.readLength(limit: bytes.count)
-        guard n > 0 else { throw r.corruption("node has no entries") }
         var inRange: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)] = []
-        var readToEnd = true
         let lower = range.lower, upper = range.upper
         try (lower?.key ?? []).withUnsafeBytes { lowerKey in
             try (upper?.key ?? []).withUnsafeBytes { upperKey in
-                for _ in 0..<n {
-                    let key = try r.readLengthPrefixed()
-                    let value = try r.readLengthPrefixed()
+                try LeafLookup.forEachEntry(inLeaf: bytes, chunkOffset: chunkOffset, path: path) { key, value in
                     if let lower {
                         let c = LeafLookup.order(key, lowerKey)
-                        if c < 0 || (c == 0 && !lower.inclusive) { continue }
+                        if c < 0 || (c == 0 && !lower.inclusive) { return true }
                     }
                     if let upper {
                         let c = LeafLookup.order(key, upperKey)
-                        if c > 0 || (c == 0 && !upper.inclusive) {
-                            readToEnd = false
-                            break
-                        }
+                        if c > 0 || (c == 0 && !upper.inclusive) { return false }
                     }
                     inRange.append((key, value))
+                    return true
                 }
             }
         }
-        if readToEnd { guard r.isAtEnd else { throw r.corruption("node has trailing bytes after its \(n) entries") } }
         guard !inRange.isEmpty else { return }
         if wantsFirst && rows == 0 { first = NodeSlice(copying: inRange[0].value) }
         try addRows(inRange)
     }
 
+    /// The reduction of everything added (rereduced when there is more than one piece), and the parts emptied
+    /// for the next range; ``first`` is left to the caller.
     mutating func finish() throws -> Reduction {
         defer {
             rows = 0

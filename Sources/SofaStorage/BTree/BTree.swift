@@ -82,6 +82,12 @@ public struct BTree: Sendable {
                             path: file.path, offset: Int(clamping: offset))
         }
         if let cached = file.nodeCache.node(at: offset) { return cached }
+        return try uncachedNode(at: offset, cachingLeaf: cachingLeaf)
+    }
+
+    /// The node at `offset` (below ``limit``), read from the file without probing the node cache (the caller
+    /// just did), then cached as ``node(at:cachingLeaf:)`` caches it.
+    package func uncachedNode(at offset: UInt64, cachingLeaf: Bool = true) throws -> Node {
         let payload = try nodePayload(at: offset)
         let node = try Node(payload: payload, isLeaf: payload.kind == .leaf, path: file.path)
         if cachingLeaf || !node.isLeaf { file.nodeCache.insert(node, at: offset) }

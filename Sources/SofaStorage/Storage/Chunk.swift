@@ -199,8 +199,9 @@ package final class Compressor {
 }
 
 /// A growable buffer one thread reuses for the payloads it decompresses
-/// (``StorageFile/chunkBytes(at:limit:mapping:scratch:)``) instead of a fresh allocation per chunk: a view update's
-/// thousands of one-shot leaf reads cost no `malloc`/`free` each. Not thread-safe: one per thread.
+/// (``StorageFile/unsafeChunkBytes(at:ifKind:limit:mapping:scratch:)``) instead of a fresh allocation per
+/// chunk: a view update's thousands of one-shot leaf reads cost no `malloc`/`free` each. Not thread-safe: one
+/// per thread.
 final class ScratchBuffer {
     private var memory: UnsafeMutableRawPointer?
     private var capacity = 0

@@ -77,6 +77,9 @@ public final class StorageFile: @unchecked Sendable {
     private let shared: Lock<Shared>
     /// Bytes written to the file so far (committed or not); reads below it go through the mapping.
     private let flushedEnd: Atomic<UInt64>
+    /// True once closed (as `Shared.closed`), for readers that hold a mapping and so take no lock per chunk.
+    private let closedFlag = Atomic<Bool>(false)
+    private var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
     // Writer-only state: touched only by the single writer, under the caller's write serialization.
     private var pending: [UInt8] = []
@@ -343,19 +346,25 @@ public final class StorageFile: @unchecked Sendable {
                             offset: offset, kind: prefix.kind, fileLength: prefix.totalLength)
     }
 
-    /// The kind and payload bytes of the chunk at `offset` (below `limit`, a finite limit: a commit's end or a
-    /// written length, never ``unlimited``), checked as ``readChunk(at:kind:limit:)`` checks it, without making a
-    /// ``ChunkPayload``: a compressed payload is decompressed into `scratch`, a reusable buffer of the caller's,
-    /// and `mapping` keeps the mapping of the last call, so that a thread reading many chunks takes the file's
-    /// lock only when the mapping it holds does not reach `limit`. The bytes stay valid while the caller keeps
-    /// `mapping` and until its next use of `scratch`. For one thread's readers (``BTreeReader``).
+    /// The payload bytes of the chunk at `offset` (below `limit`, a finite limit: a commit's end or a written
+    /// length, never ``unlimited``) when it is a `kind` chunk, checked as ``readChunk(at:kind:limit:)`` checks it,
+    /// without making a ``ChunkPayload``: a compressed payload is decompressed into `scratch`, a reusable buffer
+    /// of the caller's, and `mapping` keeps the mapping of the last call, so that a thread reading many chunks
+    /// takes the file's lock only when the mapping it holds does not reach `limit`. For one thread's readers
+    /// (``BTreeReader``).
     ///
-    /// - Throws: as ``readChunk(at:kind:limit:)``.
-    func chunkBytes(at offset: UInt64, limit: UInt64, mapping held: inout Mapping?,
-                    scratch: ScratchBuffer) throws -> (kind: ChunkKind, bytes: UnsafeRawBufferPointer) {
+    /// Nil, with nothing checked or decompressed, when the prefix's kind byte names another kind: the caller then
+    /// reads the chunk through ``readChunk(at:kind:limit:)``, which checks it (a damaged kind byte fails the CRC
+    /// on one path or the other). Unsafe: the bytes point into `mapping` or `scratch`, and stay valid only while
+    /// the caller keeps `mapping` and until its next use of `scratch`.
+    ///
+    /// - Throws: as ``readChunk(at:kind:limit:)``; "the file is closed" once it is, as the plain reads do (a
+    ///   mapping the caller holds stays valid, but a closed file's readers are to stop).
+    func unsafeChunkBytes(at offset: UInt64, ifKind kind: ChunkKind, limit: UInt64, mapping held: inout Mapping?,
+                          scratch: ScratchBuffer) throws -> UnsafeRawBufferPointer? {
         precondition(limit != StorageFile.unlimited, "a thread's reader reads below a finite limit")
         let mapping: Mapping
-        if let held, UInt64(held.length) >= limit {
+        if let held, UInt64(held.length) >= limit, !isClosed {
             mapping = held
         } else {
             mapping = try self.mapping(covering: limit)
@@ -367,9 +376,10 @@ public final class StorageFile: @unchecked Sendable {
         }
         // The mapping covers [0, limit) and `limit` is within the written file, so these bytes are backed.
         let available = UnsafeRawBufferPointer(start: mapping.base + Int(offset), count: Int(limit - offset))
-        let prefix = try Chunk.check(available, offset: offset, path: path, expecting: nil)
+        guard available[12] == kind.rawValue else { return nil }
+        let prefix = try Chunk.check(available, offset: offset, path: path, expecting: kind)
         let stored = UnsafeRawBufferPointer(rebasing: available[FileFormat.chunkPrefixSize..<prefix.totalLength])
-        guard prefix.isCompressed else { return (prefix.kind, stored) }
+        guard prefix.isCompressed else { return stored }
         let out = scratch.reserve(prefix.rawLength)
         let n = LZ4_decompress_safe(
             stored.baseAddress!.assumingMemoryBound(to: CChar.self), out.assumingMemoryBound(to: CChar.self),
@@ -378,7 +388,7 @@ public final class StorageFile: @unchecked Sendable {
             throw SofaError(.corruption, "chunk does not decompress to its declared \(prefix.rawLength) bytes",
                             path: path, offset: Int(clamping: offset))
         }
-        return (prefix.kind, UnsafeRawBufferPointer(start: out, count: prefix.rawLength))
+        return UnsafeRawBufferPointer(start: out, count: prefix.rawLength)
     }
 
     /// Recomputes `commit`'s data check (FORMAT.md §5: the CRC32C of its data bytes, recorded by a one-sync
@@ -681,6 +691,7 @@ public final class StorageFile: @unchecked Sendable {
             defer {
                 s.closed = true
                 s.mapping = nil
+                closedFlag.store(true, ordering: .releasing)
             }
             return (s.closed, s.mapping)
         }

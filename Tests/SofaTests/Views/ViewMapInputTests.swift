@@ -86,4 +86,50 @@ import Testing
         expectSound(sum)
         expectSound(db)
     }
+
+    /// `Mapper.map(id:record:inlineBody:snapshot:into:)` given the winner's body as bytes of the by-ID entry (the
+    /// update's in-place path: the record decoded without copying bodies) maps a document exactly as from the
+    /// record's own copy; and a body stored in a value chunk maps as the same bytes given inline.
+    @Test func inPlaceBodiesMapAsStoredOnes() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.put(["n": 1, "t": "small"], id: "inline")
+        try db.put(["n": 2, "pad": .string(String(repeating: "x", count: 2000))], id: "chunk")
+        try Self.storeRaw(db, id: "own-id", body: #"{"_id":"someone-else","n":3}"#, rev: "1-aa")
+        let snapshot = try db.readSnapshot()
+        let mapper = Mapper(map: Self.echo, documentType: nil, calls: nil)
+        var fromChunk: [String] = []
+        for id in ["inline", "chunk", "own-id"] {
+            let key = Array(id.utf8)
+            let entry = try #require(try snapshot.byID.get(key))
+            var copied = MappedChunk(), inPlace = MappedChunk()
+            try entry.withUnsafeBytes { e in
+                try key.withUnsafeBytes { k in
+                    let record = try DocumentRecord(decoding: e, path: snapshot.path)
+                    try mapper.map(id: k, record: record, snapshot: snapshot, into: &copied)
+                    var bodyRange: Range<Int>?
+                    let lean = try DocumentRecord(decoding: e, path: snapshot.path, bodyOf: nil, at: &bodyRange)
+                    guard case .chunk(let offset) = record.tree.winner.body else {
+                        let body = try #require(bodyRange, "\(id): an inline body found in the entry")
+                        try mapper.map(id: k, record: lean, inlineBody: UnsafeRawBufferPointer(rebasing: e[body]),
+                                       snapshot: snapshot, into: &inPlace)
+                        return
+                    }
+                    #expect(bodyRange == nil)
+                    fromChunk.append(id)
+                    let chunk = try snapshot.storage.readChunk(at: offset, kind: .value, limit: snapshot.byID.limit)
+                    try chunk.withUnsafeBytes {
+                        try mapper.map(id: k, record: lean, inlineBody: $0, snapshot: snapshot, into: &inPlace)
+                    }
+                }
+            }
+            #expect(copied.rows.count == 1, "\(id)")
+            #expect(inPlace.arena == copied.arena, "\(id)")
+            #expect(inPlace.documentBytes == copied.documentBytes, "\(id)")
+            #expect(inPlace.rows.map { [$0.start, $0.keyLength, $0.valueLength] }
+                    == copied.rows.map { [$0.start, $0.keyLength, $0.valueLength] }, "\(id)")
+        }
+        #expect(fromChunk == ["chunk"], "the large body is in a value chunk, the others inline")
+        expectSound(db)
+    }
 }
