@@ -114,6 +114,9 @@ struct SofaCompare: ParsableCommand {
                     "--workloads", selectedWorkloads.joined(separator: ","), cold ? "--cold" : "--no-cold",
                     "--suite", suite,
                 ]
+                // The previous child's files may still be going to disk (the kernel writes dirty pages back
+                // for ~30 s): flushed first, so that no engine's timed workloads share the disk with that.
+                sync()
                 let output = try ChildProcess.run(arguments)
                 collected[engine, default: []].append(output.split(separator: "\n").compactMap(ChildRecord.init(line:)))
             }
