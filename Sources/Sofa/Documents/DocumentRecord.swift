@@ -101,29 +101,37 @@ struct DocumentRecord: Sendable, Equatable {
     /// - Throws: as ``init(decoding:path:offset:)``.
     init(decoding bytes: UnsafeRawBufferPointer, path: String, bodyOf wanted: RevisionID?,
          at bodyRange: inout Range<Int>?) throws {
-        if let record = DocumentRecord(singleRevision: bytes, bodyOf: wanted, at: &bodyRange) {
+        if let record = DocumentRecord(linearHistory: bytes, bodyOf: wanted, at: &bodyRange) {
             self = record
             return
         }
         try self.init(decoding: bytes, path: path, offset: 0, copyingBodies: false, bodyOf: wanted, at: &bodyRange)
     }
 
-    /// The usual entry read fast, through ``EntryCursor``: one revision (a leaf without parent, not in
-    /// conflict, its deletion matching the document's flag), a binary digest, and an inline body, a chunk
-    /// offset or none. Nil for anything else, including every kind of damage: the general decoder then reads
-    /// the entry and says what is wrong.
-    private init?(singleRevision bytes: UnsafeRawBufferPointer, bodyOf wanted: RevisionID?,
+    /// The usual entry read fast, through ``EntryCursor``: a linear history with binary digests — the winner, a
+    /// leaf whose deletion matches the document's flag, then its ancestors newest first, each the parent of the
+    /// one before it (generations one apart), none a leaf or with a body — that is, every document never in
+    /// conflict (a new one has a history of one). The winner's body is inline, a chunk offset or none. Nil for
+    /// anything else, including every kind of damage: the general decoder then reads the entry and says what is
+    /// wrong. What this accepts passes the general decoder's checks: one leaf, so no conflict and the flags as
+    /// stated; distinct generations, so no revision ID twice and the stored order.
+    private init?(linearHistory bytes: UnsafeRawBufferPointer, bodyOf wanted: RevisionID?,
                   at bodyRange: inout Range<Int>?) {
         var c = EntryCursor(bytes: bytes)
         let leafWithBinaryDigest = DocumentRecord.revLeaf | DocumentRecord.revBinaryDigest
+        // Every revision takes at least 18 bytes (flags, generation, digest): the count is bounded before use.
         guard let flags = c.byte(), flags & ~DocumentRecord.flagDeleted == 0, let sequence = c.varint(),
-              c.varint() == 1, let revFlags = c.byte(),
-              revFlags & (DocumentRecord.revReservedBits | DocumentRecord.revHasParent | leafWithBinaryDigest)
-                == leafWithBinaryDigest,
+              let count = c.varint(), count >= 1, count <= UInt64(bytes.count / 18), let revFlags = c.byte()
+        else { return nil }
+        let hasAncestors = count > 1
+        let expectedFlags = leafWithBinaryDigest | (hasAncestors ? DocumentRecord.revHasParent : 0)
+        guard revFlags & (DocumentRecord.revReservedBits | DocumentRecord.revHasParent | leafWithBinaryDigest)
+                == expectedFlags,
               revFlags & DocumentRecord.revDeleted == flags,
-              let generation = c.varint(), generation > 0, generation < DocumentRecord.generationLimit,
+              let generation = c.varint(), generation >= count, generation < DocumentRecord.generationLimit,
               let (high, low) = c.digest()
         else { return nil }
+        if hasAncestors { guard c.varint() == 1 else { return nil } }
         let id = RevisionID(generation: generation, digest: .md5(high: high, low: low))
         let body: StoredBody
         switch revFlags >> DocumentRecord.bodyShift {
@@ -139,9 +147,30 @@ struct DocumentRecord: Sendable, Equatable {
             body = .chunk(offset: offset)
         default: return nil
         }
+        let deleted = flags & DocumentRecord.flagDeleted != 0
+        guard hasAncestors else {
+            guard c.position == bytes.count else { return nil }
+            self.init(sequence: sequence, tree: RevisionTree(first: id, deleted: deleted, body: body))
+            return
+        }
+        let n = Int(count)
+        var revisions = [RevisionTree.Revision(id: id, parent: 1, deleted: deleted, isLeaf: true, body: body)]
+        revisions.reserveCapacity(n)
+        for i in 1..<n {
+            let last = i == n - 1
+            // Not a leaf, binary digest, body kind 0, a parent unless it is the oldest kept; deleted or not.
+            let ancestorFlags = DocumentRecord.revBinaryDigest | (last ? 0 : DocumentRecord.revHasParent)
+            guard let f = c.byte(), f & ~DocumentRecord.revDeleted == ancestorFlags,
+                  c.varint() == generation - UInt64(i), let (h, l) = c.digest()
+            else { return nil }
+            if !last { guard c.varint() == UInt64(i + 1) else { return nil } }
+            revisions.append(RevisionTree.Revision(
+                id: RevisionID(generation: generation - UInt64(i), digest: .md5(high: h, low: l)),
+                parent: last ? nil : i + 1, deleted: f & DocumentRecord.revDeleted != 0, isLeaf: false,
+                body: .empty))
+        }
         guard c.position == bytes.count else { return nil }
-        self.init(sequence: sequence,
-                  tree: RevisionTree(first: id, deleted: flags & DocumentRecord.flagDeleted != 0, body: body))
+        self.init(sequence: sequence, tree: RevisionTree(revisions: revisions))
     }
 
     private init(decoding bytes: UnsafeRawBufferPointer, path: String, offset: UInt64, copyingBodies: Bool,

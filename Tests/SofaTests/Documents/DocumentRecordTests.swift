@@ -5,7 +5,7 @@ import Testing
 @testable import SofaStorage
 
 /// The by-ID record (FORMAT.md §10.1.1) byte for byte: what the encoder writes, what both decoders (the
-/// one-revision fast path and the general one) read back, and the flag values the format reserves.
+/// linear-history fast path and the general one) read back, and the flag values the format reserves.
 @Suite struct DocumentRecordTests {
     static let hex = "0123456789abcdef0123456789abcdef"
     static let digest: [UInt8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89, 0xAB,
@@ -119,14 +119,102 @@ import Testing
                                "generation 10^19")
     }
 
-    /// Both decoders (the general one and the one-revision fast path) report `bytes` as corruption.
+    /// The fast path of lean reads takes linear histories (every document never in conflict): on random trees,
+    /// linear or not, it reads what the general decoder reads; on every single-byte change of their entries,
+    /// the lean read and the general decoder agree — both fail, or both give the same record.
+    @Test func linearHistoriesReadFastAsTheGeneralDecoderReadsThem() throws {
+        for seed in SeededRandom.testSeeds {
+            var random = SeededRandom(seed: seed)
+            for _ in 0..<300 {
+                let record = Self.randomRecord(&random)
+                let bytes = record.encoded()
+                try Self.expectLeanReadAgrees(bytes, context: "seed \(seed), intact")
+                for _ in 0..<8 {
+                    var damaged = bytes
+                    let i = Int.random(in: 0..<damaged.count, using: &random)
+                    damaged[i] = UInt8.random(in: 0...255, using: &random)
+                    try Self.expectLeanReadAgrees(damaged, context: "seed \(seed), byte \(i) changed")
+                }
+            }
+        }
+    }
+
+    /// A record with a history of 1–25 revisions, mostly linear (binary digests; random deletions; the
+    /// winner's body inline, in a chunk or none), sometimes with a second branch or a text digest.
+    static func randomRecord(_ random: inout SeededRandom) -> DocumentRecord {
+        func digest() -> RevisionID.Digest {
+            .md5(high: UInt64.random(in: 0...UInt64.max, using: &random), low: UInt64.random(in: 0...UInt64.max, using: &random))
+        }
+        let count = Int.random(in: 1...25, using: &random)
+        let newest = UInt64(count) + UInt64.random(in: 0...5, using: &random)
+        var revisions: [RevisionTree.Revision] = []
+        for i in 0..<count {
+            let body: StoredBody
+            if i > 0 {
+                body = .empty
+            } else {
+                switch Int.random(in: 0...2, using: &random) {
+                case 0: body = .empty
+                case 1: body = .inline(Array(#"{"n":\#(i)}"#.utf8))
+                default: body = .chunk(offset: UInt64.random(in: 1...1 << 40, using: &random))
+                }
+            }
+            revisions.append(RevisionTree.Revision(
+                id: RevisionID(generation: newest - UInt64(i), digest: digest()),
+                parent: i < count - 1 ? i + 1 : nil, deleted: Bool.random(using: &random), isLeaf: i == 0, body: body))
+        }
+        if count > 2 && Int.random(in: 0..<4, using: &random) == 0 {
+            // A conflicting branch: a second leaf on the oldest revision's child's parent.
+            let parentIndex = count - 1
+            revisions.append(RevisionTree.Revision(
+                id: RevisionID(generation: revisions[parentIndex].id.generation + 1, digest: digest()),
+                parent: parentIndex, deleted: Bool.random(using: &random), isLeaf: true,
+                body: .inline(Array(#"{"branch":true}"#.utf8))))
+        }
+        if Int.random(in: 0..<10, using: &random) == 0, let text = RevisionID("\(newest)-text") {
+            revisions[0].id = text
+        }
+        var tree = RevisionTree(revisions: revisions)
+        tree.normalize()
+        return DocumentRecord(sequence: UInt64.random(in: 1...1 << 30, using: &random), tree: tree)
+    }
+
+    /// The lean read (fast path, then the general decoder) and the general decoder of `bytes` agree: both throw,
+    /// or both read the same tree, the lean one without inline bodies but with the winner's body's place.
+    static func expectLeanReadAgrees(_ bytes: [UInt8], context: String) throws {
+        try bytes.withUnsafeBytes { raw in
+            let full = try? DocumentRecord(decoding: raw, path: "test")
+            var range: Range<Int>?
+            let lean = try? DocumentRecord(decoding: raw, path: "test", bodyOf: nil, at: &range)
+            guard let full, let lean else {
+                #expect(full == nil && lean == nil, "\(context): one decoder accepted what the other refused")
+                return
+            }
+            #expect(lean.sequence == full.sequence, "\(context)")
+            #expect(lean.tree.revisions.count == full.tree.revisions.count, "\(context)")
+            for (l, f) in zip(lean.tree.revisions, full.tree.revisions) {
+                #expect(l.id == f.id && l.parent == f.parent && l.deleted == f.deleted && l.isLeaf == f.isLeaf,
+                        "\(context)")
+                switch (l.body, f.body) {
+                case (.inline(let leanBody), .inline(let fullBody)):
+                    #expect(leanBody.isEmpty, "\(context)")
+                    if l.id == full.tree.winner.id {
+                        #expect(range.map { Array(raw[$0]) } == fullBody, "\(context): the winner's body range")
+                    }
+                default: #expect(l.body == f.body, "\(context)")
+                }
+            }
+        }
+    }
+
+    /// Both decoders (the general one and the linear-history fast path) report `bytes` as corruption.
     private func expectBothDecodersFail(_ bytes: [UInt8], _ context: String) {
         bytes.withUnsafeBytes { raw in
             expectSofaError(.corruption, "\(context), general decoder") {
                 try DocumentRecord(decoding: raw, path: "test")
             }
             var range: Range<Int>?
-            expectSofaError(.corruption, "\(context), one revision read") {
+            expectSofaError(.corruption, "\(context), lean read") {
                 try DocumentRecord(decoding: raw, path: "test", bodyOf: nil, at: &range)
             }
         }
