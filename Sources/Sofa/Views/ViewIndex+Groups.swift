@@ -315,3 +315,33 @@ extension View {
         }
     }
 }
+
+/// ``GroupChanges/note(_:)`` of one pass's row actions, run on a thread of its own while the pass rewrites the
+/// rows tree (the writer's thread is the one a large pass waits for; the leaf workers have room).
+final class GroupNoting: @unchecked Sendable {
+    /// A queue of its own, as the leaf workers have: a pass may run while the next batch maps on the global
+    /// pool's threads.
+    private static let queue = DispatchQueue(label: "sofa.group-noting")
+    private let done = DispatchGroup()
+    // Written by the queue's task only, read after `done` is waited for.
+    private var changes: GroupChanges
+    private var failure: (any Error)?
+
+    /// Takes `changes` over (leaving an empty set of the same levels: the list grows in place, never copied)
+    /// and starts noting `actions` (ascending by key) in it.
+    init(taking changes: inout GroupChanges, actions: [BTreeAction]) {
+        self.changes = GroupChanges(levels: changes.levels)
+        swap(&self.changes, &changes)
+        guard !self.changes.levels.isEmpty, !actions.isEmpty else { return }
+        GroupNoting.queue.async(group: done) { [self] in
+            do { try self.changes.note(actions) } catch { failure = error }
+        }
+    }
+
+    /// The changes with the actions noted, once that is done.
+    func result() throws -> GroupChanges {
+        done.wait()
+        if let failure { throw failure }
+        return changes
+    }
+}

@@ -314,7 +314,12 @@ extension ViewIndex {
             let sortedRowActions = ViewIndex.sortedUnique(rowActions)
             // The rows' groups are noted on another thread while the rows tree is rewritten.
             let noting = GroupNoting(taking: &groupChanges, actions: sortedRowActions)
-            rows = try rows.modified(by: sortedRowActions)
+            do {
+                rows = try rows.modified(by: sortedRowActions)
+            } catch {
+                _ = try? noting.result()  // nothing outlives the update
+                throw error
+            }
             groupChanges = try noting.result()
             back = try back.modified(by: ViewIndex.sortedUnique(backActions))
             rowActions.removeAll()
@@ -384,9 +389,11 @@ extension ViewIndex {
             let next = startMapping(batch, snapshot: snapshot, mapper: mapper, previousBack: previousBack)
             documents += batch.count
             batch.removeAll()
-            // Write the previous batch while this one maps.
-            if let previous = inFlight { try write(previous) }
+            // Write the previous batch while this one maps. `next` is in flight first, so that a failing write
+            // still waits for it (the `defer` above): no mapping outlives the update.
+            let previous = inFlight
             inFlight = next
+            if let previous { try write(previous) }
             if documents % (ViewIndex.batchSize * 32) == 0 { releasePages(snapshot) }
         }
         try feed { id, entry in
@@ -453,36 +460,6 @@ extension ViewIndex {
             }
         }
         return order.map(\.index)
-    }
-}
-
-/// ``GroupChanges/note(_:)`` of one pass's row actions, run on a thread of its own while the pass rewrites the
-/// rows tree (the writer's thread is the one a large pass waits for; the leaf workers have room).
-private final class GroupNoting: @unchecked Sendable {
-    /// A queue of its own, as the leaf workers have: a pass may run while the next batch maps on the global
-    /// pool's threads.
-    private static let queue = DispatchQueue(label: "sofa.group-noting")
-    private let done = DispatchGroup()
-    // Written by the queue's task only, read after `done` is waited for.
-    private var changes: GroupChanges
-    private var failure: (any Error)?
-
-    /// Takes `changes` over (leaving an empty set of the same levels: the list grows in place, never copied)
-    /// and starts noting `actions` (ascending by key) in it.
-    init(taking changes: inout GroupChanges, actions: [BTreeAction]) {
-        self.changes = GroupChanges(levels: changes.levels)
-        swap(&self.changes, &changes)
-        guard !self.changes.levels.isEmpty, !actions.isEmpty else { return }
-        GroupNoting.queue.async(group: done) { [self] in
-            do { try self.changes.note(actions) } catch { failure = error }
-        }
-    }
-
-    /// The changes with the actions noted, once that is done.
-    func result() throws -> GroupChanges {
-        done.wait()
-        if let failure { throw failure }
-        return changes
     }
 }
 

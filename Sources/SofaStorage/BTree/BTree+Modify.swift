@@ -180,7 +180,15 @@ extension BTree {
             var c = node.count
             var sub = range.lowerBound..<range.lowerBound
             if fromPrepared {
-                if let next = prepared!.nextChild(of: offset) { c = next }
+                if let next = prepared!.nextChild(of: offset) {
+                    // Children come in order; one that does not was listed twice (two parents sharing this node
+                    // in a damaged tree).
+                    guard next >= i else {
+                        throw SofaError(.corruption, "node \(offset) is the child of more than one inner node",
+                                        path: file.path, offset: Int(clamping: offset))
+                    }
+                    c = next
+                }
             } else if t < touched.count {
                 (c, sub) = touched[t]
                 t += 1

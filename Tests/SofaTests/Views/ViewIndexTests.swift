@@ -224,6 +224,25 @@ import Testing
         expectSound(view)
     }
 
+    /// A failed update leaves no mapping running: when a batch fails (a key that cannot be indexed), the next
+    /// batch, already mapping on other threads, is waited for before `updateIndex()` throws.
+    @Test func failedUpdateLeavesNoMappingRunning() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-views")
+        let db = try Self.numbers(dir, count: ViewIndex.batchSize + 2000)
+        let view = db.view(named: "slow")
+        view.setMap(version: "1") { doc, emit in
+            let n = doc["n"]?.doubleValue ?? 0
+            if n >= Double(ViewIndex.batchSize) { usleep(300) }  // the second batch maps slowly
+            emit(n == 0 ? .number(.nan) : .number(n), nil)  // the first batch fails
+        }
+        #expect(throws: SofaError.self) { try view.updateIndex() }
+        let calls = view.shared.mapCalls.count.load(ordering: .relaxed)
+        usleep(200_000)
+        #expect(view.shared.mapCalls.count.load(ordering: .relaxed) == calls,
+                "a batch went on mapping after updateIndex() threw")
+        #expect(view.totalRows == 0)
+    }
+
     /// A custom reduce that collects its input instead of summarizing it is refused (CouchDB's reduce_limit).
     @Test func reduceThatDoesNotShrinkFails() throws {
         let dir = TemporaryDatabaseDirectory("sofa-views")
