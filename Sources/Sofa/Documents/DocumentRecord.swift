@@ -115,8 +115,8 @@ struct DocumentRecord: Sendable, Equatable {
     /// anything else, including every kind of damage: the general decoder then reads the entry and says what is
     /// wrong. What this accepts passes the general decoder's checks: one leaf, so no conflict and the flags as
     /// stated; distinct generations, so no revision ID twice and the stored order.
-    private init?(linearHistory bytes: UnsafeRawBufferPointer, bodyOf wanted: RevisionID?,
-                  at bodyRange: inout Range<Int>?) {
+    init?(linearHistory bytes: UnsafeRawBufferPointer, bodyOf wanted: RevisionID?,
+          at bodyRange: inout Range<Int>?) {
         var c = EntryCursor(bytes: bytes)
         let leafWithBinaryDigest = DocumentRecord.revLeaf | DocumentRecord.revBinaryDigest
         // Every revision takes at least 18 bytes (flags, generation, digest): the count is bounded before use.
@@ -134,13 +134,14 @@ struct DocumentRecord: Sendable, Equatable {
         if hasAncestors { guard c.varint() == 1 else { return nil } }
         let id = RevisionID(generation: generation, digest: .md5(high: high, low: low))
         let body: StoredBody
+        var winnerBody: Range<Int>?  // handed out only when the whole entry reads
         switch revFlags >> DocumentRecord.bodyShift {
         case DocumentRecord.bodyKindNone: body = .empty
         case DocumentRecord.bodyKindInline:
             guard let length = c.varint(), length <= UInt64(bytes.count - c.position) else { return nil }
             let start = c.position
             c.position += Int(length)
-            if wanted.map({ $0 == id }) ?? true { bodyRange = start..<c.position }
+            if wanted.map({ $0 == id }) ?? true { winnerBody = start..<c.position }
             body = .inline([])
         case DocumentRecord.bodyKindChunk:
             guard let offset = c.varint() else { return nil }
@@ -150,6 +151,7 @@ struct DocumentRecord: Sendable, Equatable {
         let deleted = flags & DocumentRecord.flagDeleted != 0
         guard hasAncestors else {
             guard c.position == bytes.count else { return nil }
+            bodyRange = winnerBody ?? bodyRange
             self.init(sequence: sequence, tree: RevisionTree(first: id, deleted: deleted, body: body))
             return
         }
@@ -170,6 +172,7 @@ struct DocumentRecord: Sendable, Equatable {
                 body: .empty))
         }
         guard c.position == bytes.count else { return nil }
+        bodyRange = winnerBody ?? bodyRange
         self.init(sequence: sequence, tree: RevisionTree(revisions: revisions))
     }
 

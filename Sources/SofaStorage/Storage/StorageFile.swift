@@ -101,7 +101,8 @@ public final class StorageFile: @unchecked Sendable {
     /// `sync_file_range` blocks while the disk's queue is full (2–18 ms for V6's ~40 MiB): the hint is given
     /// from here so that the writer goes on meanwhile.
     /// Concurrent: one file's hint, blocked on a full disk queue, does not hold back another file's.
-    private static let writebackQueue = DispatchQueue(label: "sofa.writeback-hint", attributes: .concurrent)
+    private static let writebackQueue = DispatchQueue(label: "sofa.writeback-hint", qos: .utility,
+                                                      attributes: .concurrent)
 
     /// Bytes buffered before they are written out in one `pwrite`.
     private static let flushThreshold = 1 << 20
