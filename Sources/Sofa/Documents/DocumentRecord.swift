@@ -148,16 +148,12 @@ struct DocumentRecord: Sendable, Equatable {
             body = .chunk(offset: offset)
         default: return nil
         }
-        let deleted = flags & DocumentRecord.flagDeleted != 0
-        guard hasAncestors else {
-            guard c.position == bytes.count else { return nil }
-            bodyRange = winnerBody ?? bodyRange
-            self.init(sequence: sequence, tree: RevisionTree(first: id, deleted: deleted, body: body))
-            return
-        }
         let n = Int(count)
-        var revisions = [RevisionTree.Revision(id: id, parent: 1, deleted: deleted, isLeaf: true, body: body)]
+        var revisions: [RevisionTree.Revision] = []
         revisions.reserveCapacity(n)
+        revisions.append(RevisionTree.Revision(id: id, parent: hasAncestors ? 1 : nil,
+                                               deleted: flags & DocumentRecord.flagDeleted != 0, isLeaf: true,
+                                               body: body))
         for i in 1..<n {
             let last = i == n - 1
             // Not a leaf, binary digest, body kind 0, a parent unless it is the oldest kept; deleted or not.
