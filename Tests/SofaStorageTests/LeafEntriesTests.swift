@@ -41,12 +41,7 @@ import Testing
         for seed in SeededGenerator.seeds(fixed: [8]) {
             var rng = SeededGenerator(seed: seed)
             for round in 0..<2000 {
-                let keys = Set((0..<Int.random(in: 1...20, using: &rng)).map { _ in
-                    (0..<Int.random(in: 0...4, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
-                })
-                var bytes = LeafLookupTests.leafBytes(LeafLookupTests.inByteOrder(keys).map { key in
-                    (key, [UInt8](repeating: 9, count: Int.random(in: 0...140, using: &rng)))
-                })
+                var bytes = LeafLookupTests.leafBytes(LeafLookupTests.randomRows(using: &rng))
                 // Cut short, grown by a byte, or with bytes overwritten (length prefixes huge, zero or wrong).
                 switch Int.random(in: 0..<3, using: &rng) {
                 case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng))

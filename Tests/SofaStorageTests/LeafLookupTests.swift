@@ -40,6 +40,17 @@ import Testing
     }
 
     /// Keys sorted as a leaf holds them (``compareBytes(_:_:)``).
+    /// 1–20 rows of a small leaf in key order: keys of 0–4 bytes from a four-letter alphabet (so that lookups
+    /// often miss between them), values of 0–140 bytes.
+    static func randomRows(using rng: inout SeededGenerator) -> [(key: [UInt8], value: [UInt8])] {
+        let keys = Set((0..<Int.random(in: 1...20, using: &rng)).map { _ in
+            (0..<Int.random(in: 0...4, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
+        })
+        return inByteOrder(keys).map { key in
+            (key, [UInt8](repeating: 9, count: Int.random(in: 0...140, using: &rng)))
+        }
+    }
+
     static func inByteOrder(_ keys: Set<[UInt8]>) -> [[UInt8]] {
         keys.sorted { a, b in a.withUnsafeBytes { x in b.withUnsafeBytes { compareBytes(x, $0) } } < 0 }
     }
@@ -102,13 +113,9 @@ import Testing
         for seed in SeededGenerator.seeds(fixed: [6]) {
             var rng = SeededGenerator(seed: seed)
             for round in 0..<2000 {
-                let keys = Set((0..<Int.random(in: 1...20, using: &rng)).map { _ in
-                    (0..<Int.random(in: 0...4, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
-                })
-                let sorted = Self.inByteOrder(keys)
-                var bytes = Self.leafBytes(sorted.map { key in
-                    (key, [UInt8](repeating: 9, count: Int.random(in: 0...140, using: &rng)))
-                })
+                let rows = Self.randomRows(using: &rng)
+                let sorted = rows.map(\.key)
+                var bytes = Self.leafBytes(rows)
                 // Cut short, or with bytes overwritten (length prefixes become huge, zero or wrong).
                 if Bool.random(using: &rng) {
                     bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng))
