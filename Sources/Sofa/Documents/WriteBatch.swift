@@ -1,3 +1,4 @@
+import Dispatch
 import SofaStorage
 
 /// The writer's state between commits: working copies of both trees (holding flushed, uncommitted nodes)
@@ -8,11 +9,55 @@ import SofaStorage
 /// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit. Nothing is visible to
 /// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
 /// appended since the last commit.
+///
+/// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
+/// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) while the
+/// writer goes on putting into a fresh overlay: a large batch's flush runs on the second core, and at commit
+/// only the last chunk is left. At most one job is in flight. While it is, that thread owns the working trees
+/// and the storage file's writer state: the writer touches neither until it has joined the job (``join()``) —
+/// every read that must consult the trees, every append of its own (a body chunk), the next hand-off, the
+/// commit and the rollback join first. A read of an ID above every ID stored or in flight answers without
+/// waiting (bulk loads). A job's storage error poisons the batch as a flush's does; the writer meets it when
+/// it joins.
 final class WriteBatch {
     struct Pending {
         var record: DocumentRecord
         /// The document's sequence in the working by-sequence tree, whose entry the flush removes.
         var storedSequence: UInt64?
+    }
+
+    /// The overlay's changed documents in first-write order with their latest state.
+    typealias Changes = [(id: [UInt8], state: Pending)]
+
+    /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
+    /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
+    final class FlushJob: @unchecked Sendable {
+        let changes: Changes
+        let sorted: Bool
+        var byID: BTree
+        var bySequence: BTree
+        var error: (any Error)?
+        /// The largest ID in the by-ID tree once the job is applied: the larger of the tree's before and the
+        /// job's own largest (a flush only puts by-ID entries).
+        let largestID: [UInt8]?
+        let done = DispatchGroup()
+
+        init(changes: Changes, sorted: Bool, byID: BTree, bySequence: BTree, largestID: [UInt8]?) {
+            self.changes = changes
+            self.sorted = sorted
+            self.byID = byID
+            self.bySequence = bySequence
+            self.largestID = largestID
+        }
+
+        /// Applies the chunk (on the flush thread).
+        func run() {
+            do {
+                (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, byID: byID, bySequence: bySequence)
+            } catch {
+                self.error = error
+            }
+        }
     }
 
     var byID: BTree
@@ -25,7 +70,7 @@ final class WriteBatch {
     var pending: [DocumentKey: Int] = [:]
     /// The changed documents in first-write order with their latest state, and whether that order is
     /// ascending (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
-    var changes: [(id: [UInt8], state: Pending)] = []
+    var changes: Changes = []
     var changesAreSorted = true
     var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
@@ -34,9 +79,24 @@ final class WriteBatch {
     var failure: (any Error)?
     /// ``largestStoredID()`` of the tree rooted at `root`.
     private var largestID: (root: UInt64, key: [UInt8])?
+    /// The chunk being applied on the flush thread, if any.
+    private var inFlight: FlushJob?
+    /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
+    private var chunkLost = false
+    /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
+    /// of updates or scattered inserts, whose lookups would each wait for the chunk in flight, and whose chunks
+    /// would each rewrite paths all over the trees. Such a batch is no longer pipelined (``handOff()``).
+    private(set) var readsTrees = false
+    /// Chunks handed to the flush thread so far (tests check that the pipeline ran).
+    private(set) var chunksHandedOff = 0
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
+    /// Overlay documents from which a chunk is handed to the flush thread. Each chunk rewrites the trees'
+    /// right-edge paths once more than one flush at commit would (a partly filled leaf and its inner nodes,
+    /// a few KiB of dead nodes in the file); at 256 that is ~2 % of D1's file, and at commit a 1,000-document
+    /// batch waits for at most a quarter of its flush (BENCHMARKS.md §3, "D1, sixth round").
+    static let pipelineChunk = 256
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -44,6 +104,10 @@ final class WriteBatch {
     /// BENCHMARKS.md §3, "D2, fourth round"). Usually the raw paths stay within a one-sync commit's 64 KiB;
     /// four documents in far-apart by-ID leaves can exceed it, and that commit syncs twice, as any large one.
     static let rawFlushLimit = 4
+    /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
+    /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
+    /// flight, but the batches of different databases run at once.
+    private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
         self.byID = byID
@@ -52,15 +116,26 @@ final class WriteBatch {
         self.lastSequence = startSequence
     }
 
-    /// The current state of `id`: the overlay, else the working by-ID tree.
+    /// The current state of `id`: the overlay, else the working by-ID tree. `forEdit`: the lookup of an edit,
+    /// which stops the pipeline when it has to consult the trees (``readsTrees``).
     ///
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
-    func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+    func record(_ id: [UInt8], forEdit: Bool = false) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
         if let i = pending[DocumentKey(id)] { return (changes[i].state.record, changes[i].state.storedSequence) }
+        if let job = inFlight {
+            // Above every ID stored or in flight: absent, without waiting for the flush thread.
+            if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
+            join()
+        }
+        // A failed chunk's documents are in neither the overlay nor the trees: no answer is right any more.
+        if chunkLost, let failure { throw failure }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
-            if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
+            guard let largest = try largestStoredID() else { return nil }
+            if compareArrays(id, largest) > 0 { return nil }
+            // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
+            if forEdit { readsTrees = true }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
             return (r, r.sequence)
         } catch {
@@ -70,7 +145,7 @@ final class WriteBatch {
     }
 
     /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the
-    /// root's last key is the tree's), read once per tree.
+    /// root's last key is the tree's), read once per tree. Not while a chunk is in flight.
     private func largestStoredID() throws -> [UInt8]? {
         if let cached = largestID, cached.root == byID.root?.offset { return cached.key }
         guard let root = byID.root else { return nil }
@@ -80,26 +155,83 @@ final class WriteBatch {
         return key
     }
 
-    /// Reads of the working state (the writer's own thread only).
+    /// Reads of the working state (the writer's own thread only); waits for a chunk in flight.
     func snapshot(storage: StorageFile) -> DocumentSnapshot {
-        DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
+        join()
+        return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
     }
 
-    /// Applies the overlay to the working trees: one sorted batch per tree.
-    func flush() throws {
-        guard !pending.isEmpty else { return }
+    /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure.
+    /// Afterwards the writer owns the working trees and the storage file's writer state again.
+    func join() {
+        guard let job = inFlight else { return }
+        job.done.wait()
+        inFlight = nil
+        if let error = job.error {
+            failure = failure ?? error
+            chunkLost = true
+            return
+        }
+        byID = job.byID
+        bySequence = job.bySequence
+        if let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
+    }
+
+    /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
+    /// batch's failure (this chunk's predecessor's, or an earlier one) instead when there is one.
+    func handOff() throws {
+        join()
         if let failure { throw failure }
+        guard !changes.isEmpty else { return }
+        var largest: [UInt8]?
         do {
-            try applyPending()
+            largest = try largestStoredID()
         } catch {
             failure = error
             throw error
         }
+        // The overlay's largest ID: the last when in order, else found by a pass.
+        var top = changes[changes.count - 1].id
+        if !changesAreSorted {
+            for c in changes where compareArrays(c.id, top) > 0 { top = c.id }
+        }
+        if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
+        let job = FlushJob(changes: changes, sorted: changesAreSorted, byID: byID, bySequence: bySequence,
+                           largestID: largest)
+        pending.removeAll(keepingCapacity: true)
+        changes = []
+        changes.reserveCapacity(WriteBatch.pipelineChunk)
+        changesAreSorted = true
+        pendingBytes = 0
+        inFlight = job
+        chunksHandedOff += 1
+        WriteBatch.queue.async(group: job.done) { job.run() }
     }
 
-    private func applyPending() throws {
-        // A sorted copy: `pending` indexes `changes` as it is, and must stay right if this flush fails.
-        let ordered = changesAreSorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
+    /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
+    func flush() throws {
+        join()
+        if chunkLost, let failure { throw failure }
+        guard !pending.isEmpty else { return }
+        if let failure { throw failure }
+        do {
+            // `pending` indexes `changes` as it is, and must stay right if this flush fails.
+            (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, byID: byID,
+                                                      bySequence: bySequence)
+        } catch {
+            failure = error
+            throw error
+        }
+        pending.removeAll(keepingCapacity: true)
+        changes.removeAll(keepingCapacity: true)
+        changesAreSorted = true
+        pendingBytes = 0
+    }
+
+    /// The trees with `changes` applied: one sorted batch per tree.
+    static func apply(_ changes: Changes, sorted: Bool, byID: BTree,
+                      bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
+        let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var byIDActions: [BTreeAction] = []
         byIDActions.reserveCapacity(ordered.count)
         var removed: [UInt64] = []
@@ -116,12 +248,8 @@ final class WriteBatch {
         var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
         bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
         let compress: Bool? = ordered.count <= WriteBatch.rawFlushLimit ? false : nil
-        byID = try byID.modified(by: byIDActions, compress: compress)
-        bySequence = try bySequence.modified(by: bySequenceActions, compress: compress)
-        pending.removeAll(keepingCapacity: true)
-        changes.removeAll(keepingCapacity: true)
-        changesAreSorted = true
-        pendingBytes = 0
+        return (try byID.modified(by: byIDActions, compress: compress),
+                try bySequence.modified(by: bySequenceActions, compress: compress))
     }
 }
 
@@ -139,6 +267,7 @@ extension DocumentFile {
     /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
+        b.join()  // the storage file is the writer's again before anything below touches it
         batch = nil
         guard b.lastSequence != b.startSequence else {
             storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
@@ -158,6 +287,7 @@ extension DocumentFile {
 
     /// Ends the batch in progress, discarding everything it wrote.
     func rollbackBatch() {
+        batch?.join()  // the flush thread's appends end before they are discarded
         batch = nil
         storage.discardUncommitted()
     }
@@ -184,7 +314,9 @@ extension DocumentFile {
             batch.pendingBytes += id.count + 64
         }
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
-        if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
+        if batch.pending.count >= WriteBatch.pipelineChunk && !batch.readsTrees {
+            try batch.handOff()
+        } else if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
             try batch.flush()
         }
         return record
@@ -194,6 +326,7 @@ extension DocumentFile {
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
         if bytes.count <= inlineBodyLimit { return .inline(bytes) }
+        batch?.join()  // the flush thread appends too: one writer at a time
         do {
             let (offset, _) = try bytes.withUnsafeBytes {
                 try storage.append(kind: .value, payload: $0, compress: true)
@@ -207,7 +340,7 @@ extension DocumentFile {
 
     /// The writer's view of `id`: the batch's state when one is open, else the newest commit.
     func currentRecord(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
-        if let batch { return try batch.record(id) }
+        if let batch { return try batch.record(id, forEdit: true) }
         return try committedSnapshot().record(id).map { ($0, $0.sequence) }
     }
 }
