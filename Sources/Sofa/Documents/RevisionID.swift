@@ -138,15 +138,16 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         }
         let total = prefixCount + parentText.count + body.count
         let hash = withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { buffer in
+            // `buffer` holds exactly the prefix, the parent's text and the body, copied in that order.
             let base = buffer.baseAddress!
             withUnsafeBytes(of: prefix) { base.copyMemory(from: $0.baseAddress!, byteCount: prefixCount) }
-            parentText.withUnsafeBytes { base.advanced(by: prefixCount).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            body.withUnsafeBytes {
-                if $0.count > 0 {
-                    base.advanced(by: prefixCount + parentText.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
-                }
+            func copy(_ part: [UInt8], to offset: Int) {
+                guard !part.isEmpty else { return }
+                part.withUnsafeBytes { (base + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             }
-            return XXH3_128bits(base, total)
+            copy(parentText, to: prefixCount)
+            copy(body, to: prefixCount + parentText.count)
+            return XXH3_128bits(buffer.baseAddress, total)
         }
         return RevisionID(generation: (parent?.generation ?? 0) + 1,
                           digest: .binary(high: hash.high64, low: hash.low64))
