@@ -32,7 +32,8 @@ final class WriteBatch {
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
     /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
-        let changes: Changes
+        /// Emptied once applied, so that the records are freed on the flush thread, not the writer's.
+        private(set) var changes: Changes
         let sorted: Bool
         var byID: BTree
         var bySequence: BTree
@@ -52,6 +53,7 @@ final class WriteBatch {
 
         /// Applies the chunk (on the flush thread).
         func run() {
+            defer { changes = [] }
             do {
                 (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, byID: byID, bySequence: bySequence)
             } catch {
@@ -65,13 +67,15 @@ final class WriteBatch {
     /// The last sequence of the commit the batch started from.
     let startSequence: UInt64
     var lastSequence: UInt64
-    /// Changed documents by UTF-8 ID (bytes, not `String`: Swift's `String` equality is canonical
-    /// equivalence, and two IDs that differ in bytes are different documents): their index in `changes`.
-    var pending: [DocumentKey: Int] = [:]
     /// The changed documents in first-write order with their latest state, and whether that order is
-    /// ascending (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
+    /// ascending by ID (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
     var changes: Changes = []
     var changesAreSorted = true
+    /// While `changes` is unsorted, the index of each of its documents by UTF-8 ID (bytes, not `String`:
+    /// Swift's `String` equality is canonical equivalence, and two IDs that differ in bytes are different
+    /// documents). While it is sorted the index is empty: an ID above the last is new (one comparison, the
+    /// bulk load's case), any other is found by binary search — no hashing per put.
+    private var index: [DocumentKey: Int] = [:]
     var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
@@ -96,7 +100,7 @@ final class WriteBatch {
     /// right-edge paths once more than one flush at commit would (a partly filled leaf and its inner nodes,
     /// a few KiB of dead nodes in the file); at 256 that is ~2 % of D1's file, and at commit a 1,000-document
     /// batch waits for at most a quarter of its flush (BENCHMARKS.md §3, "D1, sixth round").
-    static let pipelineChunk = 256
+    static let pipelineChunk = 128
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -122,7 +126,7 @@ final class WriteBatch {
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
     func record(_ id: [UInt8], forEdit: Bool = false) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
-        if let i = pending[DocumentKey(id)] { return (changes[i].state.record, changes[i].state.storedSequence) }
+        if let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
         if let job = inFlight {
             // Above every ID stored or in flight: absent, without waiting for the flush thread.
             if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
@@ -198,7 +202,7 @@ final class WriteBatch {
         if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
         let job = FlushJob(changes: changes, sorted: changesAreSorted, byID: byID, bySequence: bySequence,
                            largestID: largest)
-        pending.removeAll(keepingCapacity: true)
+        index = [:]
         changes = []
         changes.reserveCapacity(WriteBatch.pipelineChunk)
         changesAreSorted = true
@@ -212,20 +216,54 @@ final class WriteBatch {
     func flush() throws {
         join()
         if chunkLost, let failure { throw failure }
-        guard !pending.isEmpty else { return }
+        guard !changes.isEmpty else { return }
         if let failure { throw failure }
         do {
-            // `pending` indexes `changes` as it is, and must stay right if this flush fails.
+            // `index` indexes `changes` as it is, and must stay right if this flush fails.
             (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, byID: byID,
                                                       bySequence: bySequence)
         } catch {
             failure = error
             throw error
         }
-        pending.removeAll(keepingCapacity: true)
+        index.removeAll(keepingCapacity: true)
         changes.removeAll(keepingCapacity: true)
         changesAreSorted = true
         pendingBytes = 0
+    }
+
+    /// Documents in the overlay.
+    var pendingCount: Int { changes.count }
+
+    /// Where `id` is in `changes`, if it is there.
+    func position(of id: [UInt8]) -> Int? {
+        guard changesAreSorted else { return index[DocumentKey(id)] }
+        guard let last = changes.last, compareArrays(id, last.id) <= 0 else { return nil }
+        var low = 0, high = changes.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let order = compareArrays(changes[mid].id, id)
+            if order == 0 { return mid }
+            if order < 0 { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
+    /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
+    func setPending(_ id: [UInt8], _ state: Pending) {
+        if let i = position(of: id) {
+            changes[i].state = state
+            return
+        }
+        if changesAreSorted, let last = changes.last, compareArrays(last.id, id) > 0 {
+            // Out of order from here on: index what is there, once.
+            changesAreSorted = false
+            index.reserveCapacity(changes.count + 1)
+            for (i, c) in changes.enumerated() { index[DocumentKey(c.id)] = i }
+        }
+        if !changesAreSorted { index[DocumentKey(id)] = changes.count }
+        changes.append((id, state))
+        pendingBytes += id.count + 64
     }
 
     /// The trees with `changes` applied: one sorted batch per tree.
@@ -301,22 +339,11 @@ extension DocumentFile {
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
-        let state = WriteBatch.Pending(record: record, storedSequence: storedSequence)
-        let key = DocumentKey(id)
-        // One hash operation for a document new to the batch (the common case); a second one puts the index
-        // back for a document changed again.
-        if let earlier = batch.pending.updateValue(batch.changes.count, forKey: key) {
-            batch.pending[key] = earlier
-            batch.changes[earlier].state = state
-        } else {
-            if let last = batch.changes.last, compareArrays(last.id, id) >= 0 { batch.changesAreSorted = false }
-            batch.changes.append((id, state))
-            batch.pendingBytes += id.count + 64
-        }
+        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence))
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
-        if batch.pending.count >= WriteBatch.pipelineChunk && !batch.readsTrees {
+        if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
             try batch.handOff()
-        } else if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
+        } else if batch.pendingCount >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
             try batch.flush()
         }
         return record
@@ -346,9 +373,9 @@ extension DocumentFile {
 }
 
 /// A document ID's UTF-8 bytes as a dictionary key, hashed in one pass over the bytes. `[UInt8]`'s own hashing
-/// feeds the hasher one element at a time; with three lookups per put (the overlay read, the insert, the
-/// flush) that cost more than the rest of a put's bookkeeping (callgrind, 14-byte IDs). Equality is the
-/// synthesized byte equality of the arrays.
+/// feeds the hasher one element at a time, which cost more than the rest of a put's bookkeeping (callgrind,
+/// 14-byte IDs). Used by an overlay whose IDs came out of order (``WriteBatch/position(of:)``). Equality is
+/// the synthesized byte equality of the arrays.
 struct DocumentKey: Hashable {
     let bytes: [UInt8]
 
