@@ -98,9 +98,10 @@ final class WriteBatch {
     static let flushBytes = 32 << 20
     /// Overlay documents from which a chunk is handed to the flush thread. Each chunk rewrites the trees'
     /// right-edge paths once more than one flush at commit would (a partly filled leaf and its inner nodes,
-    /// a few KiB of dead nodes in the file); at 256 that is ~2 % of D1's file, and at commit a 1,000-document
-    /// batch waits for at most a quarter of its flush (BENCHMARKS.md §3, "D1, sixth round").
-    static let pipelineChunk = 128
+    /// ~4–5 KiB of dead nodes in the file), while the last chunk, flushed at commit on the writer's thread, is
+    /// all that is left for the commit: at 256 D1's file is 125 bytes per document instead of 110 and its
+    /// commit flushes 232 of 1,000 documents; at 128, 144 bytes and 104 (BENCHMARKS.md §3, "D1, sixth round").
+    static let pipelineChunk = 256
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -238,15 +239,23 @@ final class WriteBatch {
     /// Where `id` is in `changes`, if it is there.
     func position(of id: [UInt8]) -> Int? {
         guard changesAreSorted else { return index[DocumentKey(id)] }
-        guard let last = changes.last, compareArrays(id, last.id) <= 0 else { return nil }
-        var low = 0, high = changes.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let order = compareArrays(changes[mid].id, id)
-            if order == 0 { return mid }
-            if order < 0 { low = mid + 1 } else { high = mid - 1 }
+        guard !isAboveLast(id) else { return nil }
+        // Through the buffer: an element's ID alone, without copying (retaining and releasing) its record.
+        return changes.withUnsafeBufferPointer { changes in
+            var low = 0, high = changes.count - 1
+            while low <= high {
+                let mid = (low + high) / 2
+                let order = compareArrays(changes[mid].id, id)
+                if order == 0 { return mid }
+                if order < 0 { low = mid + 1 } else { high = mid - 1 }
+            }
+            return nil
         }
-        return nil
+    }
+
+    /// Whether `id` is above every ID of a sorted overlay (true for an empty one).
+    private func isAboveLast(_ id: [UInt8]) -> Bool {
+        changes.withUnsafeBufferPointer { $0.isEmpty || compareArrays(id, $0[$0.count - 1].id) > 0 }
     }
 
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
@@ -255,7 +264,7 @@ final class WriteBatch {
             changes[i].state = state
             return
         }
-        if changesAreSorted, let last = changes.last, compareArrays(last.id, id) > 0 {
+        if changesAreSorted, !isAboveLast(id) {
             // Out of order from here on: index what is there, once.
             changesAreSorted = false
             index.reserveCapacity(changes.count + 1)
