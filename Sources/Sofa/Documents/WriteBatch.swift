@@ -240,22 +240,20 @@ final class WriteBatch {
     func position(of id: [UInt8]) -> Int? {
         guard changesAreSorted else { return index[DocumentKey(id)] }
         guard !isAboveLast(id) else { return nil }
-        // Through the buffer: an element's ID alone, without copying (retaining and releasing) its record.
-        return changes.withUnsafeBufferPointer { changes in
-            var low = 0, high = changes.count - 1
-            while low <= high {
-                let mid = (low + high) / 2
-                let order = compareArrays(changes[mid].id, id)
-                if order == 0 { return mid }
-                if order < 0 { low = mid + 1 } else { high = mid - 1 }
-            }
-            return nil
+        var low = 0, high = changes.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let order = compareArrays(changes[mid].id, id)
+            if order == 0 { return mid }
+            if order < 0 { low = mid + 1 } else { high = mid - 1 }
         }
+        return nil
     }
 
     /// Whether `id` is above every ID of a sorted overlay (true for an empty one).
     private func isAboveLast(_ id: [UInt8]) -> Bool {
-        changes.withUnsafeBufferPointer { $0.isEmpty || compareArrays(id, $0[$0.count - 1].id) > 0 }
+        // The last ID alone, not `changes.last`, which would copy (retain and release) the whole record.
+        changes.isEmpty || compareArrays(id, changes[changes.count - 1].id) > 0
     }
 
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
