@@ -3,7 +3,7 @@
 // Sofa: an embedded document store with map/reduce views.
 //
 // Targets, bottom up (DESIGN.md §1):
-//   CLZ4, CICU     system libraries (liblz4, ICU), found with pkg-config
+//   CLZ4, CICU, CXXHash  system libraries (liblz4, ICU, libxxhash), found with pkg-config
 //   CSofaICU       C wrapper around ICU's collator; its header has no ICU types (see TOOLCHAIN notes in README)
 //   CSofaCRC       CRC32C (hardware instruction when present, table otherwise)
 //   CSofaSys       Linux calls Glibc does not export to Swift (sync_file_range: a writeback hint)
@@ -41,6 +41,9 @@ let package = Package(
         .systemLibrary(
             name: "CICU", path: "Sources/CICU", pkgConfig: "icu-i18n",
             providers: [.apt(["libicu-dev"])]),
+        .systemLibrary(
+            name: "CXXHash", path: "Sources/CXXHash", pkgConfig: "libxxhash",
+            providers: [.apt(["libxxhash-dev"])]),
         .target(name: "CSofaICU", dependencies: ["CICU"], path: "Sources/CSofaICU"),
         .target(name: "CSofaCRC", path: "Sources/CSofaCRC"),
         .target(name: "CSofaSys", path: "Sources/CSofaSys"),
@@ -51,7 +54,7 @@ let package = Package(
         .target(
             name: "Sofa",
             dependencies: [
-                "SofaStorage", "CSofaICU",
+                "SofaStorage", "CSofaICU", "CXXHash",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: releaseTuning),

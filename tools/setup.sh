@@ -3,13 +3,14 @@
 # nothing when everything is present. Used by the README's two commands, the Makefile and .ci/run.
 #
 #   liblz4-dev     page compression            libicu-dev      string collation (ICU root collator)
+#   libxxhash-dev  revision digests (XXH3-128)
 #   pkg-config     how SwiftPM finds them      liblmdb-dev, libsqlite3-dev   the peers in Benchmarks/
 #
 # Extra packages a target needs on top of these are named as arguments, e.g. `bash tools/setup.sh gnuplot-nox`
 # (the benchmark plots: only `make bench`/`bench-quick` ask for it, so `make test` never installs it).
 set -euo pipefail
 
-packages=(pkg-config liblz4-dev libicu-dev liblmdb-dev libsqlite3-dev "$@")
+packages=(pkg-config liblz4-dev libicu-dev libxxhash-dev liblmdb-dev libsqlite3-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

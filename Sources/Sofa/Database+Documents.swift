@@ -6,8 +6,8 @@ extension Database {
     /// Creates or updates a document: one commit, or part of the enclosing ``inBatch(_:)``.
     ///
     /// Updates are optimistic: pass the revision you read (`rev`, or `_rev` in `properties`). The new
-    /// revision's ID is `generation-digest`, the digest an MD5 of the parent revision, the deleted flag and
-    /// the body, so two replicas making the same edit make the same revision.
+    /// revision's ID is `generation-digest`, the digest an XXH3-128 hash of the parent revision, the deleted
+    /// flag and the body (FORMAT.md §10.1.3), so two replicas making the same edit make the same revision.
     ///
     /// ```swift
     /// let created = try db.put(["title": "Qux"])                       // a generated ID

@@ -96,7 +96,8 @@ enum DocumentID {
     ///
     /// - Throws: `.invalidArgument` saying which rule failed.
     static func validated(_ id: String) throws -> [UInt8] {
-        let bytes = Array(id.utf8)
+        var text = id
+        let bytes = text.withUTF8 { Array($0) }  // one copy (`Array(id.utf8)` walks a small string's bytes)
         if bytes.isEmpty { throw SofaError(.invalidArgument, "a document ID cannot be empty") }
         if bytes.count > DocumentFile.maximumIDLength {
             throw SofaError(.invalidArgument,

@@ -26,9 +26,10 @@ struct DocumentInput {
             throw SofaError(.invalidArgument, "document properties must be a JSON object, not a \(properties.typeName)")
         }
         var hasSpecial = false
-        for (key, value) in members where key.utf8.first == UInt8(ascii: "_") {
+        // By key alone: a value is copied (retained) only for the rare `_` member.
+        for (i, key) in members.keys.enumerated() where key.utf8.first == UInt8(ascii: "_") {
             hasSpecial = true
-            switch (key, value) {
+            switch (key, members.values[i]) {
             case ("_id", .string(let s)): id = s
             case ("_rev", .string(let s)): rev = s
             case ("_deleted", .bool(let b)): deleted = b

@@ -132,7 +132,7 @@ struct DocumentRecord: Sendable, Equatable {
               let (high, low) = c.digest()
         else { return nil }
         if hasAncestors { guard c.varint() == 1 else { return nil } }
-        let id = RevisionID(generation: generation, digest: .md5(high: high, low: low))
+        let id = RevisionID(generation: generation, digest: .binary(high: high, low: low))
         let body: StoredBody
         var winnerBody: Range<Int>?  // handed out only when the whole entry reads
         switch revFlags >> DocumentRecord.bodyShift {
@@ -163,7 +163,7 @@ struct DocumentRecord: Sendable, Equatable {
             else { return nil }
             if !last { guard c.varint() == UInt64(i + 1) else { return nil } }
             revisions.append(RevisionTree.Revision(
-                id: RevisionID(generation: generation - UInt64(i), digest: .md5(high: h, low: l)),
+                id: RevisionID(generation: generation - UInt64(i), digest: .binary(high: h, low: l)),
                 parent: last ? nil : i + 1, deleted: f & DocumentRecord.revDeleted != 0, isLeaf: false,
                 body: .empty))
         }
@@ -233,7 +233,7 @@ struct DocumentRecord: Sendable, Equatable {
 
 /// What an all-docs row needs from a by-ID entry, read without building the revision tree: the flags, the
 /// sequence and the winner's ID (always the first revision). A scan decodes one per row, so this reads the
-/// bytes directly through ``EntryCursor``, checking every bound, allocating nothing for an MD5 winner.
+/// bytes directly through ``EntryCursor``, checking every bound, allocating nothing for a binary-digest winner.
 struct RecordSummary: Sendable {
     var flags: UInt8
     var sequence: UInt64
@@ -253,7 +253,7 @@ struct RecordSummary: Sendable {
             guard let (high, low) = cursor.digest() else {
                 throw SofaError(.corruption, "truncated digest", path: path())
             }
-            winner = RevisionID(generation: generation, digest: .md5(high: high, low: low))
+            winner = RevisionID(generation: generation, digest: .binary(high: high, low: low))
         } else {
             var r = ByteReader(bytes, position: cursor.position, fileOffset: 0, path: path())
             winner = RevisionID(generation: generation, digest: try RevisionID.decodeDigest(&r, binary: false))

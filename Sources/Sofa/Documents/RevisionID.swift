@@ -1,14 +1,17 @@
+import CXXHash
 import SofaStorage
 
 /// A revision ID, `generation-digest`: how many edits lead to the revision, and a digest naming the edit.
 ///
-/// Digests Sofa makes are MD5 (RFC 1321) of the edit, written as 32 lowercase hex characters, and are held as
+/// Digests Sofa makes are XXH3-128 of the edit (``derived(parent:deleted:body:)``; files written before it
+/// hold MD5 digests, equally valid: IDs are opaque), written as 32 lowercase hex characters, and are held as
 /// 16 bytes; a replicator may bring revisions with other digest text, which is kept as it is. Ordering is
 /// CouchDB's: by generation, then by digest text — the tie-break that picks a conflict's winner.
 struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     enum Digest: Sendable, Hashable {
-        /// 32 lowercase hex characters, as two big-endian halves of the 16 bytes.
-        case md5(high: UInt64, low: UInt64)
+        /// 32 lowercase hex characters, as two big-endian halves of the 16 bytes (a 128-bit digest: XXH3-128
+        /// for the revisions Sofa makes, MD5 in older files, or any such text a replicator brings).
+        case binary(high: UInt64, low: UInt64)
         /// Any other non-empty digest text.
         case text(String)
     }
@@ -54,14 +57,14 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
             }
             if i < 16 { high = high << 4 | nibble } else { low = low << 4 | nibble }
         }
-        return .md5(high: high, low: low)
+        return .binary(high: high, low: low)
     }
 
     /// The digest part as text.
     var digestText: String {
         switch digest {
         case .text(let t): return t
-        case .md5(let high, let low):
+        case .binary(let high, let low):
             return String(unsafeUninitializedCapacity: 32) { out in
                 RevisionID.writeHex(high, low, to: out.baseAddress!)
                 return 32
@@ -71,7 +74,7 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// `generation-digest`. Built in one string allocation: views ask for it once per document they map.
     var description: String {
-        guard case .md5(let high, let low) = digest else { return "\(generation)-\(digestText)" }
+        guard case .binary(let high, let low) = digest else { return "\(generation)-\(digestText)" }
         var digits = generation
         var count = 1
         while digits >= 10 {
@@ -90,7 +93,7 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         }
     }
 
-    /// Writes the 32 lowercase hex digits of an MD5 digest (`high` first) at `out`.
+    /// Writes the 32 lowercase hex digits of a binary digest (`high` first) at `out`.
     @inline(__always)
     private static func writeHex(_ high: UInt64, _ low: UInt64, to out: UnsafeMutablePointer<UInt8>) {
         for i in 0..<16 {
@@ -104,41 +107,58 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     static func < (x: RevisionID, y: RevisionID) -> Bool {
         if x.generation != y.generation { return x.generation < y.generation }
         switch (x.digest, y.digest) {
-        case let (.md5(xh, xl), .md5(yh, yl)): return (xh, xl) < (yh, yl)
+        case let (.binary(xh, xl), .binary(yh, yl)): return (xh, xl) < (yh, yl)
         default: return Array(x.digestText.utf8).lexicographicallyPrecedes(Array(y.digestText.utf8))
         }
     }
 
     /// The ID of the revision that edits `parent` (nil for a document's first revision) into `body`.
     ///
-    /// The digest is MD5 over: one byte, 1 for a deletion and 0 otherwise; the parent's ID as a varint
-    /// length and its UTF-8 text (length 0 without a parent); the body's stored bytes (compact JSON without
-    /// `_id`/`_rev`, object members in the order given; empty for an empty body). Equal edits of equal
-    /// revisions on two replicas therefore get equal IDs.
+    /// The digest is XXH3-128 (xxHash 0.8, seed 0) over: one byte, 1 for a deletion and 0 otherwise; the
+    /// parent's ID as a varint length and its UTF-8 text (length 0 without a parent); the body's stored bytes
+    /// (compact JSON without `_id`/`_rev`, object members in the order given; empty for an empty body), as
+    /// FORMAT.md §10.1.3 says. Equal edits of equal revisions on two replicas therefore get equal IDs.
     static func derived(parent: RevisionID?, deleted: Bool, body: [UInt8]) -> RevisionID {
-        var md5 = MD5()
-        if let parent {
-            var prefix: [UInt8] = [deleted ? 1 : 0]
-            let parentText = Array(parent.description.utf8)
-            prefix.appendVarint(UInt64(parentText.count))
-            prefix.append(contentsOf: parentText)
-            md5.update(prefix)
-        } else {
-            // A first revision (every document of a bulk load): the flag and a zero length, without an array.
-            let prefix: (UInt8, UInt8) = (deleted ? 1 : 0, 0)
-            withUnsafeBytes(of: prefix) { md5.update($0) }
+        // One-shot over one contiguous buffer (XXH3's streaming state is ~600 bytes to set up): the prefix, then
+        // the body copied after it, on the stack for a usual body.
+        let parentText = parent.map { Array($0.description.utf8) } ?? []
+        var prefix: (UInt8, UInt8, UInt8) = (deleted ? 1 : 0, 0, 0)
+        var prefixCount = 2
+        withUnsafeMutableBytes(of: &prefix) { p in
+            // A revision ID is at most 256 bytes: a varint of one or two bytes.
+            var n = UInt64(parentText.count)
+            var i = 1
+            while n >= 0x80 {
+                p[i] = UInt8(truncatingIfNeeded: n) | 0x80
+                n >>= 7
+                i += 1
+            }
+            p[i] = UInt8(truncatingIfNeeded: n)
+            prefixCount = i + 1
         }
-        md5.update(body)
-        let (high, low) = md5.finish()
-        return RevisionID(generation: (parent?.generation ?? 0) + 1, digest: .md5(high: high, low: low))
+        let total = prefixCount + parentText.count + body.count
+        let hash = withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { buffer in
+            // `buffer` holds exactly the prefix, the parent's text and the body, copied in that order.
+            let base = buffer.baseAddress!
+            withUnsafeBytes(of: prefix) { base.copyMemory(from: $0.baseAddress!, byteCount: prefixCount) }
+            func copy(_ part: [UInt8], to offset: Int) {
+                guard !part.isEmpty else { return }
+                part.withUnsafeBytes { (base + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            }
+            copy(parentText, to: prefixCount)
+            copy(body, to: prefixCount + parentText.count)
+            return XXH3_128bits(buffer.baseAddress, total)
+        }
+        return RevisionID(generation: (parent?.generation ?? 0) + 1,
+                          digest: .binary(high: hash.high64, low: hash.low64))
     }
 
     // MARK: - Stored form (FORMAT.md §10.1, "Revisions")
 
-    /// Appends the digest: 16 raw bytes for an MD5 digest (`isBinary`), else a varint length and UTF-8 text.
+    /// Appends the digest: 16 raw bytes for a binary digest (`isBinary`), else a varint length and UTF-8 text.
     func encodeDigest(into out: inout [UInt8]) {
         switch digest {
-        case .md5(let high, let low):
+        case .binary(let high, let low):
             out.appendBigEndian(high)
             out.appendBigEndian(low)
         case .text(let t):
@@ -147,13 +167,13 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         }
     }
 
-    var isBinary: Bool { if case .md5 = digest { return true } else { return false } }
+    var isBinary: Bool { if case .binary = digest { return true } else { return false } }
 
     static func decodeDigest(_ reader: inout ByteReader, binary: Bool) throws -> Digest {
         if binary {
             // Read as a slice, not with the generic readLittleEndian, which is not specialized across modules.
             let bytes = try reader.readSlice(16)
-            return .md5(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            return .binary(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
                         low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
         let text = try reader.readLengthPrefixed()

@@ -1,3 +1,4 @@
+import Dispatch
 import SofaStorage
 
 /// The writer's state between commits: working copies of both trees (holding flushed, uncommitted nodes)
@@ -8,6 +9,16 @@ import SofaStorage
 /// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit. Nothing is visible to
 /// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
 /// appended since the last commit.
+///
+/// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
+/// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) while the
+/// writer goes on putting into a fresh overlay: a large batch's flush runs on the second core, and at commit
+/// only the last chunk is left. At most one job is in flight. While it is, that thread owns the working trees
+/// and the storage file's writer state: the writer touches neither until it has joined the job (``join()``) —
+/// every read that must consult the trees, every append of its own (a body chunk), the next hand-off, the
+/// commit and the rollback join first. A read of an ID above every ID stored or in flight answers without
+/// waiting (bulk loads). A job's storage error poisons the batch as a flush's does; the writer meets it when
+/// it joins.
 final class WriteBatch {
     struct Pending {
         var record: DocumentRecord
@@ -15,28 +26,85 @@ final class WriteBatch {
         var storedSequence: UInt64?
     }
 
+    /// The overlay's changed documents in first-write order with their latest state.
+    typealias Changes = [(id: [UInt8], state: Pending)]
+
+    /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
+    /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
+    final class FlushJob: @unchecked Sendable {
+        /// Emptied once applied, so that the records are freed on the flush thread, not the writer's.
+        private(set) var changes: Changes
+        let sorted: Bool
+        var byID: BTree
+        var bySequence: BTree
+        var error: (any Error)?
+        /// The largest ID in the by-ID tree once the job is applied: the larger of the tree's before and the
+        /// job's own largest (a flush only puts by-ID entries).
+        let largestID: [UInt8]?
+        let done = DispatchGroup()
+
+        init(changes: Changes, sorted: Bool, byID: BTree, bySequence: BTree, largestID: [UInt8]?) {
+            self.changes = changes
+            self.sorted = sorted
+            self.byID = byID
+            self.bySequence = bySequence
+            self.largestID = largestID
+        }
+
+        /// Applies the chunk (on the flush thread).
+        func run() {
+            defer { changes = [] }
+            do {
+                (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, byID: byID, bySequence: bySequence)
+            } catch {
+                self.error = error
+            }
+        }
+    }
+
     var byID: BTree
     var bySequence: BTree
     /// The last sequence of the commit the batch started from.
     let startSequence: UInt64
     var lastSequence: UInt64
-    /// Changed documents by UTF-8 ID (bytes, not `String`: Swift's `String` equality is canonical
-    /// equivalence, and two IDs that differ in bytes are different documents): their index in `changes`.
-    var pending: [DocumentKey: Int] = [:]
     /// The changed documents in first-write order with their latest state, and whether that order is
-    /// ascending (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
-    var changes: [(id: [UInt8], state: Pending)] = []
-    var changesAreSorted = true
-    var pendingBytes = 0
+    /// ascending by ID (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
+    ///
+    /// Exclusivity unchecked here and on the overlay's other state: only the writer's thread touches it, never
+    /// overlapping its own accesses, and the dynamic checks were ~380 instructions per put (callgrind, D1).
+    @exclusivity(unchecked) var changes: Changes = []
+    @exclusivity(unchecked) var changesAreSorted = true
+    /// While `changes` is unsorted, the index of each of its documents by UTF-8 ID (bytes, not `String`:
+    /// Swift's `String` equality is canonical equivalence, and two IDs that differ in bytes are different
+    /// documents). While it is sorted the index is empty: an ID above the last is new (one comparison, the
+    /// bulk load's case), any other is found by binary search — no hashing per put.
+    @exclusivity(unchecked) private var index: [DocumentKey: Int] = [:]
+    @exclusivity(unchecked) var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
     /// caught the error and went on.
     var failure: (any Error)?
     /// ``largestStoredID()`` of the tree rooted at `root`.
     private var largestID: (root: UInt64, key: [UInt8])?
+    /// The chunk being applied on the flush thread, if any.
+    private var inFlight: FlushJob?
+    /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
+    private var chunkLost = false
+    /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
+    /// of updates or scattered inserts, whose lookups would each wait for the chunk in flight, and whose chunks
+    /// would each rewrite paths all over the trees. Such a batch is no longer pipelined (``handOff()``).
+    private(set) var readsTrees = false
+    /// Chunks handed to the flush thread so far (tests check that the pipeline ran).
+    private(set) var chunksHandedOff = 0
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
+    /// Overlay documents from which a chunk is handed to the flush thread. Each chunk rewrites the trees'
+    /// right-edge paths once more than one flush at commit would (a partly filled leaf and its inner nodes,
+    /// ~4–5 KiB of dead nodes in the file), while the last chunk, flushed at commit on the writer's thread, is
+    /// all that is left for the commit: at 256 D1's file is 125 bytes per document instead of 110 and its
+    /// commit flushes 232 of 1,000 documents; at 128, 144 bytes and 104 (BENCHMARKS.md §3, "D1, sixth round").
+    static let pipelineChunk = 256
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -44,6 +112,10 @@ final class WriteBatch {
     /// BENCHMARKS.md §3, "D2, fourth round"). Usually the raw paths stay within a one-sync commit's 64 KiB;
     /// four documents in far-apart by-ID leaves can exceed it, and that commit syncs twice, as any large one.
     static let rawFlushLimit = 4
+    /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
+    /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
+    /// flight, but the batches of different databases run at once.
+    private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
         self.byID = byID
@@ -52,15 +124,26 @@ final class WriteBatch {
         self.lastSequence = startSequence
     }
 
-    /// The current state of `id`: the overlay, else the working by-ID tree.
+    /// The current state of `id`: the overlay, else the working by-ID tree. `forEdit`: the lookup of an edit,
+    /// which stops the pipeline when it has to consult the trees (``readsTrees``).
     ///
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
-    func record(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
-        if let i = pending[DocumentKey(id)] { return (changes[i].state.record, changes[i].state.storedSequence) }
+    func record(_ id: [UInt8], forEdit: Bool = false) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+        if let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
+        if let job = inFlight {
+            // Above every ID stored or in flight: absent, without waiting for the flush thread.
+            if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
+            join()
+        }
+        // A failed chunk's documents are in neither the overlay nor the trees: no answer is right any more.
+        if chunkLost, let failure { throw failure }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
-            if let largest = try largestStoredID(), compareArrays(id, largest) > 0 { return nil }
+            guard let largest = try largestStoredID() else { return nil }
+            if compareArrays(id, largest) > 0 { return nil }
+            // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
+            if forEdit { readsTrees = true }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
             return (r, r.sequence)
         } catch {
@@ -70,7 +153,7 @@ final class WriteBatch {
     }
 
     /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the
-    /// root's last key is the tree's), read once per tree.
+    /// root's last key is the tree's), read once per tree. Not while a chunk is in flight.
     private func largestStoredID() throws -> [UInt8]? {
         if let cached = largestID, cached.root == byID.root?.offset { return cached.key }
         guard let root = byID.root else { return nil }
@@ -80,26 +163,123 @@ final class WriteBatch {
         return key
     }
 
-    /// Reads of the working state (the writer's own thread only).
+    /// Reads of the working state (the writer's own thread only); waits for a chunk in flight.
     func snapshot(storage: StorageFile) -> DocumentSnapshot {
-        DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
+        join()
+        return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
     }
 
-    /// Applies the overlay to the working trees: one sorted batch per tree.
-    func flush() throws {
-        guard !pending.isEmpty else { return }
+    /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure.
+    /// Afterwards the writer owns the working trees and the storage file's writer state again.
+    func join() {
+        guard let job = inFlight else { return }
+        job.done.wait()
+        inFlight = nil
+        if let error = job.error {
+            failure = failure ?? error
+            chunkLost = true
+            return
+        }
+        byID = job.byID
+        bySequence = job.bySequence
+        if let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
+    }
+
+    /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
+    /// batch's failure (this chunk's predecessor's, or an earlier one) instead when there is one.
+    func handOff() throws {
+        join()
         if let failure { throw failure }
+        guard !changes.isEmpty else { return }
+        var largest: [UInt8]?
         do {
-            try applyPending()
+            largest = try largestStoredID()
         } catch {
             failure = error
             throw error
         }
+        // The overlay's largest ID: the last when in order, else found by a pass.
+        var top = changes[changes.count - 1].id
+        if !changesAreSorted {
+            for c in changes where compareArrays(c.id, top) > 0 { top = c.id }
+        }
+        if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
+        let job = FlushJob(changes: changes, sorted: changesAreSorted, byID: byID, bySequence: bySequence,
+                           largestID: largest)
+        index = [:]
+        changes = []
+        changes.reserveCapacity(WriteBatch.pipelineChunk)
+        changesAreSorted = true
+        pendingBytes = 0
+        inFlight = job
+        chunksHandedOff += 1
+        WriteBatch.queue.async(group: job.done) { job.run() }
     }
 
-    private func applyPending() throws {
-        // A sorted copy: `pending` indexes `changes` as it is, and must stay right if this flush fails.
-        let ordered = changesAreSorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
+    /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
+    func flush() throws {
+        join()
+        if chunkLost, let failure { throw failure }
+        guard !changes.isEmpty else { return }
+        if let failure { throw failure }
+        do {
+            // `index` indexes `changes` as it is, and must stay right if this flush fails.
+            (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, byID: byID,
+                                                      bySequence: bySequence)
+        } catch {
+            failure = error
+            throw error
+        }
+        index.removeAll(keepingCapacity: true)
+        changes.removeAll(keepingCapacity: true)
+        changesAreSorted = true
+        pendingBytes = 0
+    }
+
+    /// Documents in the overlay.
+    var pendingCount: Int { changes.count }
+
+    /// Where `id` is in `changes`, if it is there.
+    func position(of id: [UInt8]) -> Int? {
+        guard changesAreSorted else { return index[DocumentKey(id)] }
+        guard !isAboveLast(id) else { return nil }
+        var low = 0, high = changes.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let order = compareArrays(changes[mid].id, id)
+            if order == 0 { return mid }
+            if order < 0 { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
+    /// Whether `id` is above every ID of a sorted overlay (true for an empty one).
+    private func isAboveLast(_ id: [UInt8]) -> Bool {
+        // The last ID alone, not `changes.last`, which would copy (retain and release) the whole record.
+        changes.isEmpty || compareArrays(id, changes[changes.count - 1].id) > 0
+    }
+
+    /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
+    func setPending(_ id: [UInt8], _ state: Pending) {
+        if let i = position(of: id) {
+            changes[i].state = state
+            return
+        }
+        if changesAreSorted, !isAboveLast(id) {
+            // Out of order from here on: index what is there, once.
+            changesAreSorted = false
+            index.reserveCapacity(changes.count + 1)
+            for (i, c) in changes.enumerated() { index[DocumentKey(c.id)] = i }
+        }
+        if !changesAreSorted { index[DocumentKey(id)] = changes.count }
+        changes.append((id, state))
+        pendingBytes += id.count + 64
+    }
+
+    /// The trees with `changes` applied: one sorted batch per tree.
+    static func apply(_ changes: Changes, sorted: Bool, byID: BTree,
+                      bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
+        let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var byIDActions: [BTreeAction] = []
         byIDActions.reserveCapacity(ordered.count)
         var removed: [UInt64] = []
@@ -116,12 +296,8 @@ final class WriteBatch {
         var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
         bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
         let compress: Bool? = ordered.count <= WriteBatch.rawFlushLimit ? false : nil
-        byID = try byID.modified(by: byIDActions, compress: compress)
-        bySequence = try bySequence.modified(by: bySequenceActions, compress: compress)
-        pending.removeAll(keepingCapacity: true)
-        changes.removeAll(keepingCapacity: true)
-        changesAreSorted = true
-        pendingBytes = 0
+        return (try byID.modified(by: byIDActions, compress: compress),
+                try bySequence.modified(by: bySequenceActions, compress: compress))
     }
 }
 
@@ -139,6 +315,7 @@ extension DocumentFile {
     /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
+        b.join()  // the storage file is the writer's again before anything below touches it
         batch = nil
         guard b.lastSequence != b.startSequence else {
             storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
@@ -158,6 +335,7 @@ extension DocumentFile {
 
     /// Ends the batch in progress, discarding everything it wrote.
     func rollbackBatch() {
+        batch?.join()  // the flush thread's appends end before they are discarded
         batch = nil
         storage.discardUncommitted()
     }
@@ -171,20 +349,11 @@ extension DocumentFile {
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
-        let state = WriteBatch.Pending(record: record, storedSequence: storedSequence)
-        let key = DocumentKey(id)
-        // One hash operation for a document new to the batch (the common case); a second one puts the index
-        // back for a document changed again.
-        if let earlier = batch.pending.updateValue(batch.changes.count, forKey: key) {
-            batch.pending[key] = earlier
-            batch.changes[earlier].state = state
-        } else {
-            if let last = batch.changes.last, compareArrays(last.id, id) >= 0 { batch.changesAreSorted = false }
-            batch.changes.append((id, state))
-            batch.pendingBytes += id.count + 64
-        }
+        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence))
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
-        if batch.pending.count >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
+        if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
+            try batch.handOff()
+        } else if batch.pendingCount >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
             try batch.flush()
         }
         return record
@@ -194,6 +363,7 @@ extension DocumentFile {
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
         if bytes.count <= inlineBodyLimit { return .inline(bytes) }
+        batch?.join()  // the flush thread appends too: one writer at a time
         do {
             let (offset, _) = try bytes.withUnsafeBytes {
                 try storage.append(kind: .value, payload: $0, compress: true)
@@ -207,15 +377,15 @@ extension DocumentFile {
 
     /// The writer's view of `id`: the batch's state when one is open, else the newest commit.
     func currentRecord(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
-        if let batch { return try batch.record(id) }
+        if let batch { return try batch.record(id, forEdit: true) }
         return try committedSnapshot().record(id).map { ($0, $0.sequence) }
     }
 }
 
 /// A document ID's UTF-8 bytes as a dictionary key, hashed in one pass over the bytes. `[UInt8]`'s own hashing
-/// feeds the hasher one element at a time; with three lookups per put (the overlay read, the insert, the
-/// flush) that cost more than the rest of a put's bookkeeping (callgrind, 14-byte IDs). Equality is the
-/// synthesized byte equality of the arrays.
+/// feeds the hasher one element at a time, which cost more than the rest of a put's bookkeeping (callgrind,
+/// 14-byte IDs). Used by an overlay whose IDs came out of order (``WriteBatch/position(of:)``). Equality is
+/// the synthesized byte equality of the arrays.
 struct DocumentKey: Hashable {
     let bytes: [UInt8]
 

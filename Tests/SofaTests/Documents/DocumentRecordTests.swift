@@ -131,7 +131,7 @@ import Testing
                 let bytes = record.encoded()
                 try Self.expectLeanReadAgrees(bytes, context: "seed \(seed), intact")
                 let linear = record.tree.revisions.filter(\.isLeaf).count == 1
-                    && record.tree.revisions.allSatisfy { if case .md5 = $0.id.digest { true } else { false } }
+                    && record.tree.revisions.allSatisfy { if case .binary = $0.id.digest { true } else { false } }
                 if linear {
                     var range: Range<Int>?
                     let fast = bytes.withUnsafeBytes { DocumentRecord(linearHistory: $0, bodyOf: nil, at: &range) }
@@ -151,7 +151,7 @@ import Testing
     /// winner's body inline, in a chunk or none), sometimes with a second branch or a text digest.
     static func randomRecord(_ random: inout SeededRandom) -> DocumentRecord {
         func digest() -> RevisionID.Digest {
-            .md5(high: UInt64.random(in: 0...UInt64.max, using: &random), low: UInt64.random(in: 0...UInt64.max, using: &random))
+            .binary(high: UInt64.random(in: 0...UInt64.max, using: &random), low: UInt64.random(in: 0...UInt64.max, using: &random))
         }
         let count = Int.random(in: 1...25, using: &random)
         let newest = UInt64(count) + UInt64.random(in: 0...5, using: &random)

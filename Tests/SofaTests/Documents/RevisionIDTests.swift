@@ -1,43 +1,19 @@
+import CXXHash
 import Testing
 
 @testable import Sofa
 
-/// MD5 against RFC 1321's test suite, and revision IDs: parsing, printing, ordering, derivation.
+/// XXH3-128 against xxHash's published value, and revision IDs: parsing, printing, ordering, derivation.
 @Suite struct RevisionIDTests {
-    static func hex(_ text: String) -> String {
-        var md5 = MD5()
-        md5.update(Array(text.utf8))
-        let (high, low) = md5.finish()
-        return RevisionID(generation: 1, digest: .md5(high: high, low: low)).digestText
+    /// The digest text of XXH3-128 over `bytes`.
+    static func hex(_ bytes: [UInt8]) -> String {
+        let hash = bytes.withUnsafeBytes { XXH3_128bits($0.baseAddress, $0.count) }
+        return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64)).digestText
     }
 
-    @Test func md5MatchesRFC1321() {
-        #expect(Self.hex("") == "d41d8cd98f00b204e9800998ecf8427e")
-        #expect(Self.hex("a") == "0cc175b9c0f1b6a831c399e269772661")
-        #expect(Self.hex("abc") == "900150983cd24fb0d6963f7d28e17f72")
-        #expect(Self.hex("message digest") == "f96b697d7cb7938d525a2f31aaf161d0")
-        #expect(Self.hex("abcdefghijklmnopqrstuvwxyz") == "c3fcd3d76192e4007dfb496cca67e13b")
-        #expect(Self.hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-                == "d174ab98d277d9f5a5611c2c9f419d9f")
-        #expect(Self.hex(String(repeating: "1234567890", count: 8)) == "57edf4a22be3c955ac49da2e2107b67a")
-    }
-
-    @Test func md5StreamingEqualsOneShot() {
-        var random = SeededRandom(seed: 7)
-        for length in [0, 1, 55, 56, 63, 64, 65, 127, 128, 1000] {
-            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
-            var whole = MD5()
-            whole.update(bytes)
-            var pieces = MD5()
-            var i = 0
-            while i < bytes.count {
-                let n = min(Int.random(in: 1...70, using: &random), bytes.count - i)
-                pieces.update(Array(bytes[i..<(i + n)]))
-                i += n
-            }
-            let a = whole.finish(), b = pieces.finish()
-            #expect(a.high == b.high && a.low == b.low, "length \(length)")
-        }
+    @Test func xxh3MatchesThePublishedValue() {
+        // `xxh128sum` of empty input (xxHash 0.8): the canonical form is the high half, then the low half.
+        #expect(Self.hex([]) == "99aa06d3014798d86001c324468d497f")
     }
 
     @Test func parsesAndPrints() throws {
@@ -70,10 +46,13 @@ import Testing
         #expect(first != RevisionID.derived(parent: nil, deleted: false, body: Array(#"{"a":2}"#.utf8)))
         let second = RevisionID.derived(parent: first, deleted: false, body: body)
         #expect(second.generation == 2 && second != first)
-        // The documented input: deleted byte, varint parent length, parent text, body.
-        var md5 = MD5()
-        md5.update([0, UInt8(first.description.utf8.count)] + Array(first.description.utf8) + body)
-        let (high, low) = md5.finish()
-        #expect(second.digest == .md5(high: high, low: low))
+        // The documented input (FORMAT.md §10.1.3): deleted byte, varint parent length, parent text, body.
+        #expect(first.description == "1-0b688d9d28e7b60b3cfc249645463af8", "a pinned first revision")
+        #expect(first.digestText == Self.hex([0, 0] + body))
+        #expect(second.digestText == Self.hex([0, UInt8(first.description.utf8.count)] + Array(first.description.utf8)
+                                                  + body))
+        let deleted = RevisionID.derived(parent: second, deleted: true, body: [])
+        #expect(deleted.generation == 3)
+        #expect(deleted.digestText == Self.hex([1, UInt8(second.description.utf8.count)] + Array(second.description.utf8)))
     }
 }

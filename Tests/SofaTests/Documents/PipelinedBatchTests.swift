@@ -1,0 +1,159 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+@testable import Sofa
+@testable import SofaStorage
+
+/// The pipelined batch (``WriteBatch/handOff()``): a batch of ascending new IDs hands chunks of its overlay to
+/// the flush thread while the writer goes on. Reads inside the batch see every write, wherever its chunk is; a
+/// storage error on the flush thread poisons the batch; a rollback keeps nothing; the commit is one commit.
+@Suite struct PipelinedBatchTests {
+    static func id(_ i: Int) -> String { "doc-\(100_000 + i)" }
+
+    /// A body of about `size` bytes that LZ4 barely shrinks.
+    static func body(_ i: Int, size: Int = 150, random: inout SeededRandom) -> JSON {
+        let letters = (0..<size).map { _ in UInt8(ascii: "a") + UInt8(random.next() % 26) }
+        return ["n": .number(Double(i)), "text": .string(String(decoding: letters, as: UTF8.self))]
+    }
+
+    @Test func readsInsideTheBatchSeeEveryWriteWhileChunksAreInFlight() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        var random = SeededRandom(seed: 11)
+        try db.inBatch { for i in 0..<300 { try db.put(Self.body(i, random: &random), id: Self.id(i)) } }
+        var expected: [String: JSON] = [:]
+        for i in 0..<300 { expected[Self.id(i)] = try #require(try db.document(id: Self.id(i))).userProperties }
+        let count = 3 * WriteBatch.pipelineChunk + 77
+        try db.inBatch {
+            for i in 300..<(300 + count) {
+                let doc = try db.put(Self.body(i, random: &random), id: Self.id(i))
+                expected[doc.id] = doc.userProperties
+                if i % 41 == 0 {
+                    // One written just now (the overlay), one a chunk ago (in flight or applied), one committed.
+                    for j in [i, max(300, i - WriteBatch.pipelineChunk - 3), i % 300] {
+                        let read = try #require(try db.document(id: Self.id(j)), "document \(j)")
+                        #expect(read.userProperties == expected[Self.id(j)], "document \(j)")
+                    }
+                }
+                #expect(try db.document(id: Self.id(i + 1)) == nil)
+            }
+            #expect(try #require(db.documents.batch).chunksHandedOff >= 3, "the pipeline ran")
+            // An update of a document in an applied chunk, then one more put above them all.
+            let earlier = try #require(try db.document(id: Self.id(310)))
+            try db.put(["n": -1], id: earlier.id, rev: earlier.revisionID)
+            expected[earlier.id] = ["n": -1]
+            try db.put(["n": -2], id: Self.id(300 + count))
+            expected[Self.id(300 + count)] = ["n": -2]
+            #expect(db.documentCount == 300 + count + 1)
+            #expect(db.lastSequence == UInt64(300 + count + 2))
+        }
+        #expect(db.lastSequence == UInt64(300 + count + 2))
+        #expect(try db.changes(since: 300).count == count + 1, "each document once")
+        for (id, properties) in expected {
+            #expect(try db.document(id: id)?.userProperties == properties, "\(id)")
+        }
+        expectSound(db)
+        try db.close()
+        let reopened = try Database(path: dir.database(), options: testOptions())
+        #expect(reopened.documentCount == expected.count)
+        #expect(try reopened.document(id: Self.id(310))?.userProperties == ["n": -1])
+        expectSound(reopened)
+    }
+
+    @Test func aBatchOfUpdatesIsNotPipelined() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<600 { try db.put(["n": 0], id: Self.id(i)) } }
+        try db.inBatch {
+            for i in 0..<600 {
+                let doc = try #require(try db.document(id: Self.id(i)))
+                try db.put(["n": 1], id: doc.id, rev: doc.revisionID)
+            }
+            #expect(try #require(db.documents.batch).chunksHandedOff == 0)
+        }
+        #expect(try db.document(id: Self.id(599))?.userProperties == ["n": 1])
+        expectSound(db)
+    }
+
+    @Test func aRollbackKeepsNothingOfAPipelinedBatch() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        var random = SeededRandom(seed: 12)
+        let first = try db.put(["n": 0], id: Self.id(0))
+        let size = try FileSize.of(dir.database() + "/docs")
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try db.inBatch {
+                for i in 1...(2 * WriteBatch.pipelineChunk + 10) {
+                    try db.put(Self.body(i, random: &random), id: Self.id(i))
+                }
+                #expect(try #require(db.documents.batch).chunksHandedOff >= 2)
+                throw Stop()
+            }
+        }
+        #expect(db.documentCount == 1 && db.lastSequence == 1)
+        #expect(try db.document(id: Self.id(5)) == nil)
+        #expect(try db.document(id: Self.id(0)) == first)
+        #expect(try FileSize.of(dir.database() + "/docs") == size, "the chunks were cut off")
+        try db.inBatch { for i in 1...600 { try db.put(["n": .number(Double(i))], id: Self.id(i)) } }
+        #expect(db.documentCount == 601)
+        expectSound(db)
+    }
+
+    @Test func aStorageErrorOnTheFlushThreadPoisonsTheBatch() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let setup = try Database(path: path, options: testOptions())
+        let first = try setup.put(["n": 0], id: Self.id(0))
+        try setup.close()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .none), system: faults)
+        // Bodies inline (under 1 KiB) and incompressible: only the flush thread appends, and its chunks pass the
+        // storage layer's 1 MiB write buffer after four or five, so the first `pwrite` is one of its own.
+        faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+        var random = SeededRandom(seed: 13)
+        var sawFailure = false
+        expectSofaError(.diskFull) {
+            try db.inBatch {
+                for i in 1...(12 * WriteBatch.pipelineChunk) {
+                    do {
+                        try db.put(Self.body(i, size: 900, random: &random), id: Self.id(i))
+                    } catch let error as SofaError where error.code == .diskFull {
+                        sawFailure = true  // the caller goes on; the commit must still refuse
+                    }
+                }
+                #expect(try #require(db.documents.batch).chunksHandedOff >= 5)
+                // The lost chunk's documents are neither in the overlay nor in the trees: reads refuse.
+                expectSofaError(.diskFull) { try db.document(id: Self.id(1)) }
+            }
+        }
+        #expect(sawFailure, "a put met the flush thread's error")
+        faults.arm(nil)
+        #expect(db.documentCount == 1 && db.lastSequence == 1)
+        #expect(try db.document(id: Self.id(0)) == first)
+        #expect(try db.document(id: Self.id(1)) == nil)
+        // Space is back: the same handle takes the batch.
+        try db.inBatch {
+            for i in 1...(3 * WriteBatch.pipelineChunk) {
+                try db.put(Self.body(i, size: 900, random: &random), id: Self.id(i))
+            }
+        }
+        #expect(db.documentCount == 3 * WriteBatch.pipelineChunk + 1)
+        expectSound(db)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(reopened.documentCount == 3 * WriteBatch.pipelineChunk + 1)
+        expectSound(reopened)
+    }
+}
+
+/// A file's size in bytes.
+enum FileSize {
+    static func of(_ path: String) throws -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw SofaError(.ioError, "stat \(path) failed") }
+        return Int(info.st_size)
+    }
+}
