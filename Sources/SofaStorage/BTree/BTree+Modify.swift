@@ -37,7 +37,9 @@ extension BTree {
     /// the compressor, each worker having its own). Leaves written that way are not put in the node cache, as
     /// a small batch's are: a batch this large rewrites more leaves than are read again soon (1 % of a 1M-row
     /// view index: ~9,300 leaves, against a 64 MiB cache of ~14,000), and inserting each would evict and free
-    /// another node — ~15 % of such an update's CPU when they were cached.
+    /// another node — ~15 % of such an update's CPU when they were cached. Full buffers of such a batch's new
+    /// nodes are written out on another thread (``StorageFile/beginBackgroundWrites()``): a failed write may
+    /// then be reported by the file's next write, flush or commit rather than by this call.
     ///
     /// - Parameters:
     ///   - actions: strictly ascending by key (each key at most once).
@@ -89,6 +91,9 @@ extension BTree {
             }
             // Workers read the file below its written length: wait for them before anything can cut it back.
             defer { prepared?.finish() }
+            // The prepared leaves' bytes go out on another thread while this one appends the next ones.
+            if prepared != nil { file.beginBackgroundWrites() }
+            defer { if prepared != nil { file.endBackgroundWrites() } }
             top = try writer.modify(root.offset, bytes, all, height: height, nodes: &nodes, prepared: prepared)
         } else {
             top = try writer.writeLeaves(existing: nil, bytes, all, nodes: &nodes)
