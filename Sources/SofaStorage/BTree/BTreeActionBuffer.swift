@@ -1,6 +1,6 @@
 /// Changes for one batch modify, collected one by one into a single buffer — each key and value copied in, no
 /// array per change — then put in key order by ``sortedUnique()`` and applied with
-/// ``BTree/modified(by:order:compress:)``.
+/// ``BTree/modified(by:order:compress:parallelFrom:)``.
 ///
 /// A view update collects ~10,000 row changes per pass: as ``BTreeAction``s that was two arrays per change,
 /// made on the update's thread, copied again by the sort and by the modify's own buffer, and freed after the pass,
