@@ -130,6 +130,40 @@ import Testing
         expectSound(t)
     }
 
+    /// R8 with background writes (``StorageFile/beginBackgroundWrites()``): a full disk failing the write of a
+    /// buffer filled meanwhile is reported by the commit that follows, which waits for that write; everything
+    /// uncommitted is cut off, and the file takes the next commit once space is free.
+    @Test func failedBackgroundWriteIsReportedByTheNextCommit() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.file("chunks")
+        let calls = FaultInjectingSystemCalls()
+        let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
+        let committedEnd = file.latestCommit.endOffset
+        var framed: [UInt8] = []
+        [UInt8](repeating: 9, count: 3000).withUnsafeBytes {
+            _ = Chunk.appendUncompressed(kind: .value, payload: $0, to: &framed)
+        }
+        let writesBefore = calls.count(.pwrite)
+        calls.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+        file.beginBackgroundWrites()
+        // The 1 MiB buffer fills at the ~350th chunk: that append hands it to the write and returns.
+        for _ in 0..<400 { _ = try framed.withUnsafeBytes { try file.append(framed: $0) } }
+        file.endBackgroundWrites()
+        #expect { try file.commit(roots: [], metadata: []) } throws: { ($0 as? SofaError)?.code == .diskFull }
+        #expect(calls.failuresInjected == 1)
+        #expect(calls.count(.pwrite) - writesBefore == 1, "the commit wrote nothing after the failed write")
+        #expect(file.writtenLength == committedEnd, "the chunks appended after the failed write were discarded too")
+        calls.arm(nil)  // space freed
+        let chunk = try framed.withUnsafeBytes { try file.append(framed: $0) }
+        let header = try file.commit(roots: [], metadata: [])
+        #expect(chunk.offset == committedEnd)
+        try file.close()
+        let reopened = try StorageFile(path: path, options: StorageOptions(readOnly: true))
+        #expect(reopened.latestCommit.commitNumber == header.commitNumber)
+        #expect(try reopened.readChunk(at: chunk.offset, kind: .value, limit: header.endOffset).bytes
+                == [UInt8](repeating: 9, count: 3000))
+    }
+
     /// A short-write fault writes the first bytes through and then fails, as a disk filling up mid-write does.
     @Test func shortWriteFaultWritesItsFirstBytesThenFails() throws {
         let dir = TemporaryDirectory()

@@ -89,25 +89,24 @@ struct GroupChanges {
 
     init(levels: [UInt8]) { self.levels = levels }
 
-    /// Records the groups of every row `actions` (ascending by key) remove or put.
-    mutating func note(_ actions: [BTreeAction]) throws {
+    /// Records the groups of every row the changes of `actions` numbered in `order` (ascending by key) remove or
+    /// put.
+    mutating func note(_ actions: BTreeActionBuffer, order: [Int]) throws {
         guard !levels.isEmpty else { return }
         // Rows of one group are adjacent in key order: a group is recorded once per run of its rows.
         var previous = [[UInt8]](repeating: [], count: levels.count)
-        for action in actions {
-            try action.key.withUnsafeBytes { key in
-                for (l, level) in levels.enumerated() {
-                    let n = try CollationKey.groupPrefixLength(key, level: Int(level))
-                    let prefix = UnsafeRawBufferPointer(rebasing: key[..<n])
-                    let samePrefix = !previous[l].isEmpty && previous[l].withUnsafeBytes {
-                        compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) == 0
-                    }
-                    if samePrefix { continue }
-                    var treeKey: [UInt8] = [level]
-                    treeKey.append(contentsOf: prefix)
-                    touched.append(treeKey)
-                    previous[l] = treeKey
+        try actions.forEach(in: order) { key, _ in
+            for (l, level) in levels.enumerated() {
+                let n = try CollationKey.groupPrefixLength(key, level: Int(level))
+                let prefix = UnsafeRawBufferPointer(rebasing: key[..<n])
+                let samePrefix = !previous[l].isEmpty && previous[l].withUnsafeBytes {
+                    compareBytes(UnsafeRawBufferPointer(rebasing: $0.dropFirst()), prefix) == 0
                 }
+                if samePrefix { continue }
+                var treeKey: [UInt8] = [level]
+                treeKey.append(contentsOf: prefix)
+                touched.append(treeKey)
+                previous[l] = treeKey
             }
         }
     }
@@ -316,7 +315,7 @@ extension View {
     }
 }
 
-/// ``GroupChanges/note(_:)`` of one pass's row actions, run on a thread of its own while the pass rewrites the
+/// ``GroupChanges/note(_:order:)`` of one pass's row actions, run on a thread of its own while the pass rewrites the
 /// rows tree (the writer's thread is the one a large pass waits for; the leaf workers have room).
 final class GroupNoting: @unchecked Sendable {
     /// A queue of its own, as the leaf workers have: a pass may run while the next batch maps on the global
@@ -328,13 +327,13 @@ final class GroupNoting: @unchecked Sendable {
     private var failure: (any Error)?
 
     /// Takes `changes` over (leaving an empty set of the same levels: the list grows in place, never copied)
-    /// and starts noting `actions` (ascending by key) in it.
-    init(taking changes: inout GroupChanges, actions: [BTreeAction]) {
+    /// and starts noting the changes of `actions` numbered in `order` (ascending by key) in it.
+    init(taking changes: inout GroupChanges, actions: BTreeActionBuffer, order: [Int]) {
         self.changes = GroupChanges(levels: changes.levels)
         swap(&self.changes, &changes)
-        guard !self.changes.levels.isEmpty, !actions.isEmpty else { return }
+        guard !self.changes.levels.isEmpty, !order.isEmpty else { return }
         GroupNoting.queue.async(group: done) { [self] in
-            do { try self.changes.note(actions) } catch { failure = error }
+            do { try self.changes.note(actions, order: order) } catch { failure = error }
         }
     }
 

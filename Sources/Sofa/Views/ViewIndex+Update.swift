@@ -163,11 +163,12 @@ extension ViewIndex {
     /// Bytes of collected changes (keys, values and ``actionOverhead`` per change) from which an incremental
     /// update applies them to the trees in one pass before going on: the changes it holds stay below this plus
     /// one mapped chunk's (64 documents'; tests lower it to exercise several passes). Applying a pass briefly
-    /// needs about as much again (the sort copies the keys into one buffer). Not bounded by it: the keys of
-    /// the touched groups, one per distinct group per pass, kept until the update's end.
+    /// needs about as much again (the modify copies the changes, in key order, into one buffer). Not bounded by
+    /// it: the keys of the touched groups, one per distinct group per pass, kept until the update's end.
     static let passBudget = Atomic<Int>(32 << 20)
-    /// What one collected change costs beyond its key and value bytes: the action and its two arrays.
-    static let actionOverhead = 96
+    /// What one collected change costs beyond its key and value bytes: its entry in the action buffer, its
+    /// number in the sort's order and its place in the modify's copy.
+    static let actionOverhead = 3 * BTreeActionBuffer.itemOverhead
     /// Incremental update passes so far (tests check that a large update takes several).
     static let updatePasses = Atomic<Int>(0)
     /// Bytes of rows a first build sorts in memory before spilling a sorted run to disk (tests lower it to
@@ -305,30 +306,26 @@ extension ViewIndex {
                          limit: StorageFile.unlimited)
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
         var groupChanges = GroupChanges(levels: header.groupLevels)
-        var rowActions: [BTreeAction] = []
-        var backActions: [BTreeAction] = []
+        var rowActions = BTreeActionBuffer()
+        var backActions = BTreeActionBuffer()
         var pendingBytes = 0
         let budget = ViewIndex.passBudget.load(ordering: .relaxed)
         func pass() throws {
             ViewIndex.updatePasses.add(1, ordering: .relaxed)
-            let sortedRowActions = ViewIndex.sortedUnique(rowActions)
+            let rowOrder = rowActions.sortedUnique()
             // The rows' groups are noted on another thread while the rows tree is rewritten.
-            let noting = GroupNoting(taking: &groupChanges, actions: sortedRowActions)
+            let noting = GroupNoting(taking: &groupChanges, actions: rowActions, order: rowOrder)
             do {
-                rows = try rows.modified(by: sortedRowActions)
+                rows = try rows.modified(by: rowActions, order: rowOrder)
             } catch {
                 _ = try? noting.result()  // nothing outlives the update
                 throw error
             }
             groupChanges = try noting.result()
-            back = try back.modified(by: ViewIndex.sortedUnique(backActions))
+            back = try back.modified(by: backActions, order: backActions.sortedUnique())
             rowActions.removeAll()
             backActions.removeAll()
             pendingBytes = 0
-        }
-        func add(_ action: BTreeAction, to actions: inout [BTreeAction]) {
-            actions.append(action)
-            pendingBytes += action.key.count + (action.value?.count ?? 0) + ViewIndex.actionOverhead
         }
         // Each changed document comes once (the by-sequence tree holds its newest sequence only), so its
         // previous back-index entry is the one in `current`, whichever batch it is in; and no two documents'
@@ -341,24 +338,35 @@ extension ViewIndex {
         }, write: { pending in
             for chunk in try pending.wait() {
                 for (d, doc) in chunk.documents.enumerated() {
-                    let (id, newBack) = chunk.withDocument(d) { id, back in (Array(id), Array(back)) }
-                    // A document that emitted the same keys as before (a change to what the view does not key
-                    // on) has the same row keys: its puts replace its rows, and its back-index entry, and that
-                    // tree's leaf, stay as they are.
-                    let old = chunk.previousBack[d]
-                    let sameKeys = old != nil && newBack == old
-                    if let old, !sameKeys {
-                        for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
-                            add(.remove(RowKey.make(key: key, id: id, index: i)), to: &rowActions)
+                    try chunk.withDocument(d) { id, newBack in
+                        // A document that emitted the same keys as before (a change to what the view does not
+                        // key on) has the same row keys: its puts replace its rows, and its back-index entry, and
+                        // that tree's leaf, stay as they are.
+                        let old = chunk.previousBack[d]
+                        let sameKeys = old?.withUnsafeBytes { compareBytes($0, newBack) == 0 } ?? false
+                        if let old, !sameKeys {
+                            let id = Array(id)
+                            for (i, key) in try old.withUnsafeBytes(BackIndexEntry.decode).enumerated() {
+                                let rowKey = RowKey.make(key: key, id: id, index: i)
+                                rowKey.withUnsafeBytes { rowActions.remove($0) }
+                                pendingBytes += rowKey.count + ViewIndex.actionOverhead
+                            }
                         }
-                    }
-                    for i in doc.rows {
-                        chunk.withRow(i) { k, v in add(.put(Array(k), Array(v)), to: &rowActions) }
-                    }
-                    if newBack.isEmpty {
-                        if old != nil { add(.remove(id), to: &backActions) }
-                    } else if !sameKeys {
-                        add(.put(id, newBack), to: &backActions)
+                        for i in doc.rows {
+                            chunk.withRow(i) { k, v in
+                                rowActions.put(k, v)
+                                pendingBytes += k.count + v.count + ViewIndex.actionOverhead
+                            }
+                        }
+                        if newBack.isEmpty {
+                            if old != nil {
+                                backActions.remove(id)
+                                pendingBytes += id.count + ViewIndex.actionOverhead
+                            }
+                        } else if !sameKeys {
+                            backActions.put(id, newBack)
+                            pendingBytes += id.count + newBack.count + ViewIndex.actionOverhead
+                        }
                     }
                 }
                 if pendingBytes >= budget { try pass() }
@@ -413,53 +421,22 @@ extension ViewIndex {
         storage.releaseResidentPages()
     }
 
-    /// Actions sorted by key; of several for one key (a row removed and emitted again) the last wins.
-    static func sortedUnique(_ actions: [BTreeAction]) -> [BTreeAction] {
-        var out: [BTreeAction] = []
-        out.reserveCapacity(actions.count)
-        var previous = -1
-        for i in byteOrder(actions.map(\.key)) {
-            if previous >= 0, actions[previous].key == actions[i].key {
-                out[out.count - 1] = actions[i]
-            } else {
-                out.append(actions[i])
-            }
-            previous = i
-        }
-        return out
-    }
-
-    /// The indices of `keys` in ascending `memcmp` order of the keys, equal keys in index order.
-    ///
-    /// The keys are copied into one buffer and ordered by their first 8 bytes first (one integer compare), by
-    /// `memcmp` of the whole keys only when those tie: a pass's tens of thousands of keys sort without
-    /// touching each key's own array on every comparison.
+    /// The indices of `keys` in ascending `memcmp` order of the keys, equal keys in index order: the keys are
+    /// copied into one buffer and ordered there (``byteOrder(count:in:span:)``).
     static func byteOrder(_ keys: [[UInt8]]) -> [Int] {
         var flat: [UInt8] = []
         flat.reserveCapacity(keys.reduce(0) { $0 + $1.count })
         var spans: [Range<Int>] = []
         spans.reserveCapacity(keys.count)
-        var order: [(head: UInt64, index: Int)] = []
-        order.reserveCapacity(keys.count)
-        for (i, key) in keys.enumerated() {
+        for key in keys {
             spans.append(flat.count..<(flat.count + key.count))
             flat.append(contentsOf: key)
-            // The first 8 key bytes, big-endian, zero-padded: ordered as the keys are when they differ.
-            var head: UInt64 = 0
-            for k in 0..<8 { head = head << 8 | UInt64(k < key.count ? key[k] : 0) }
-            order.append((head, i))
         }
-        flat.withUnsafeBytes { bytes in
+        return flat.withUnsafeBytes { bytes in
             spans.withUnsafeBufferPointer { spans in
-                order.sort { x, y in
-                    if x.head != y.head { return x.head < y.head }
-                    let c = compareBytes(UnsafeRawBufferPointer(rebasing: bytes[spans[x.index]]),
-                                         UnsafeRawBufferPointer(rebasing: bytes[spans[y.index]]))
-                    return c != 0 ? c < 0 : x.index < y.index
-                }
+                SofaStorage.byteOrder(count: spans.count, in: bytes) { spans[$0] }
             }
         }
-        return order.map(\.index)
     }
 }
 

@@ -37,7 +37,9 @@ extension BTree {
     /// the compressor, each worker having its own). Leaves written that way are not put in the node cache, as
     /// a small batch's are: a batch this large rewrites more leaves than are read again soon (1 % of a 1M-row
     /// view index: ~9,300 leaves, against a 64 MiB cache of ~14,000), and inserting each would evict and free
-    /// another node — ~15 % of such an update's CPU when they were cached.
+    /// another node — ~15 % of such an update's CPU when they were cached. Full buffers of such a batch's new
+    /// nodes are written out on another thread (``StorageFile/beginBackgroundWrites()``): a failed write may
+    /// then be reported by the file's next write, flush or commit rather than by this call.
     ///
     /// - Parameters:
     ///   - actions: strictly ascending by key (each key at most once).
@@ -55,7 +57,20 @@ extension BTree {
         guard !actions.isEmpty else { return self }
         // Every key and value in one allocation: the descent and the leaf merges read them as views, copying
         // and retaining no action's arrays (a touched leaf's merge copied its actions' bytes, per leaf).
-        let bytes = ActionBytes(actions)
+        return try modified(by: ActionBytes(actions), compress: compress, parallelFrom: parallelFrom)
+    }
+
+    /// ``modified(by:compress:)`` with the changes of `buffer` numbered in `order` (strictly ascending by key,
+    /// as ``BTreeActionBuffer/sortedUnique()`` orders them), copied from the buffer once, in that order.
+    ///
+    /// - Throws: `.invalidArgument` when the keys are not strictly ascending in `order`; storage errors.
+    package func modified(by buffer: BTreeActionBuffer, order: [Int], compress: Bool? = nil,
+                          parallelFrom: Int = BTree.parallelLeafThreshold) throws -> BTree {
+        guard !order.isEmpty else { return self }
+        return try modified(by: ActionBytes(buffer, order: order), compress: compress, parallelFrom: parallelFrom)
+    }
+
+    private func modified(by bytes: ActionBytes, compress: Bool?, parallelFrom: Int) throws -> BTree {
         for i in 1..<max(1, bytes.count) where compareBytes(bytes.key(i - 1), bytes.key(i)) >= 0 {
             throw SofaError(.invalidArgument, "batch actions must be strictly ascending by key (action \(i))",
                             path: file.path)
@@ -76,6 +91,9 @@ extension BTree {
             }
             // Workers read the file below its written length: wait for them before anything can cut it back.
             defer { prepared?.finish() }
+            // The prepared leaves' bytes go out on another thread while this one appends the next ones.
+            if prepared != nil { file.beginBackgroundWrites() }
+            defer { if prepared != nil { file.endBackgroundWrites() } }
             top = try writer.modify(root.offset, bytes, all, height: height, nodes: &nodes, prepared: prepared)
         } else {
             top = try writer.writeLeaves(existing: nil, bytes, all, nodes: &nodes)
@@ -528,30 +546,55 @@ private final class ActionBytes: @unchecked Sendable {
     private let items: UnsafeMutablePointer<Item>
     private let storage: UnsafeMutableRawPointer
 
-    init(_ actions: [BTreeAction]) {
-        count = actions.count
-        var total = 0
-        for a in actions { total += a.key.count + (a.value?.count ?? 0) }
-        let itemBytes = actions.count * MemoryLayout<Item>.stride
+    /// Room for `count` actions of `total` key and value bytes, to be filled with ``copy(_:key:value:)``.
+    private init(count: Int, total: Int) {
+        self.count = count
+        let itemBytes = count * MemoryLayout<Item>.stride
         let memory = UnsafeMutableRawPointer.allocate(byteCount: max(1, itemBytes + total),
                                                       alignment: MemoryLayout<Item>.alignment)
-        items = memory.bindMemory(to: Item.self, capacity: actions.count)
+        items = memory.bindMemory(to: Item.self, capacity: count)
         storage = memory + itemBytes
+    }
+
+    convenience init(_ actions: [BTreeAction]) {
+        var total = 0
+        for a in actions { total += a.key.count + (a.value?.count ?? 0) }
+        self.init(count: actions.count, total: total)
         var at = 0
-        func copy(_ bytes: [UInt8]) -> Int {
-            let start = at
-            bytes.withUnsafeBytes { b in
-                if b.count > 0 { (storage + at).copyMemory(from: b.baseAddress!, byteCount: b.count) }
-            }
-            at += bytes.count
-            return start
-        }
         for (i, a) in actions.enumerated() {
-            let keyStart = copy(a.key)
-            let valueStart = a.value.map(copy) ?? at
-            (items + i).initialize(to: Item(keyStart: keyStart, keyCount: a.key.count, valueStart: valueStart,
-                                            valueCount: a.value?.count ?? -1))
+            a.key.withUnsafeBytes { key in
+                if let value = a.value {
+                    value.withUnsafeBytes { copy(i, key: key, value: $0, at: &at) }
+                } else {
+                    copy(i, key: key, value: nil, at: &at)
+                }
+            }
         }
+    }
+
+    /// The changes of `buffer` numbered in `order`, in that order.
+    convenience init(_ buffer: BTreeActionBuffer, order: [Int]) {
+        var total = 0
+        buffer.forEach(in: order) { key, value in total += key.count + (value?.count ?? 0) }
+        self.init(count: order.count, total: total)
+        var at = 0, i = 0
+        buffer.forEach(in: order) { key, value in
+            copy(i, key: key, value: value, at: &at)
+            i += 1
+        }
+    }
+
+    /// Copies action `i`'s key and value (nil: a removal) to `at` in the storage, and advances `at` past them.
+    private func copy(_ i: Int, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer?, at: inout Int) {
+        // The storage was sized for every action's bytes: these fit.
+        if key.count > 0 { (storage + at).copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        let keyStart = at
+        at += key.count
+        let valueStart = at
+        if let value, value.count > 0 { (storage + at).copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        at += value?.count ?? 0
+        (items + i).initialize(to: Item(keyStart: keyStart, keyCount: key.count, valueStart: valueStart,
+                                        valueCount: value?.count ?? -1))
     }
 
     deinit {

@@ -138,9 +138,9 @@ import Testing
         expectSound(rebuilt)
     }
 
-    /// `sortedUnique` orders by the keys' first 8 bytes, then whole keys: the same order as `memcmp` on keys
-    /// shorter than 8 bytes, sharing long prefixes, or prefixes of one another, and of several actions for one
-    /// key the last wins.
+    /// `BTreeActionBuffer.sortedUnique` orders by the keys' first 8 bytes, then whole keys: the same order as
+    /// `memcmp` on keys shorter than 8 bytes, sharing long prefixes, or prefixes of one another, and of several
+    /// actions for one key the last wins.
     @Test func sortedUniqueMatchesAByteOrderSort() {
         var rng = SeededRandom(seed: 5)
         var actions: [BTreeAction] = []
@@ -158,7 +158,20 @@ import Testing
         }) {
             if expected.last?.key == actions[i].key { expected[expected.count - 1] = actions[i] } else { expected.append(actions[i]) }
         }
-        let got = ViewIndex.sortedUnique(actions)
+        var buffer = BTreeActionBuffer()
+        for action in actions {
+            action.key.withUnsafeBytes { key in
+                if let value = action.value {
+                    value.withUnsafeBytes { buffer.put(key, $0) }
+                } else {
+                    buffer.remove(key)
+                }
+            }
+        }
+        var got: [BTreeAction] = []
+        buffer.forEach(in: buffer.sortedUnique()) { key, value in
+            got.append(BTreeAction(key: Array(key), value: value.map { Array($0) }))
+        }
         #expect(got.map(\.key) == expected.map(\.key))
         #expect(got.map(\.value) == expected.map(\.value))
     }
