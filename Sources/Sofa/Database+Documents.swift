@@ -7,7 +7,8 @@ extension Database {
     ///
     /// Updates are optimistic: pass the revision you read (`rev`, or `_rev` in `properties`). The new
     /// revision's ID is `generation-digest`, the digest an XXH3-128 hash of the parent revision, the deleted
-    /// flag and the body (FORMAT.md §10.1.3), so two replicas making the same edit make the same revision.
+    /// flag and the body (FORMAT.md §10.1.3), so two replicas making the same edit make the same revision
+    /// (Sofa before XXH3 digests made MD5 ones: a replica of that version makes a different ID for it).
     ///
     /// ```swift
     /// let created = try db.put(["title": "Qux"])                       // a generated ID
@@ -25,6 +26,8 @@ extension Database {
     /// - Throws: ``SofaError`` — `.conflict` when `rev` is missing or stale; `.invalidArgument` for a
     ///   non-object, a reserved member, a bad ID (empty, over 1024 UTF-8 bytes, starting with `_`) or a body over
     ///   64 MiB; `.invalidValue` for NaN/infinity; `.readOnly`; storage errors (nothing is committed then).
+    ///   Inside ``inBatch(_:)`` a storage error may be one of an earlier put's (the batch writes on another
+    ///   thread while puts go on): after any storage error the batch can only fail.
     @discardableResult
     public func put(_ properties: JSON, id: String? = nil, rev: String? = nil) throws -> Document {
         let input = try DocumentInput(properties)
@@ -101,7 +104,8 @@ extension Database {
     /// ```
     ///
     /// - Throws: what `body` throws (after rolling back), `.readOnly`, or a storage error from the commit
-    ///   (nothing of the batch is kept then).
+    ///   (nothing of the batch is kept then) — also when a write failed inside `body` and the call it was
+    ///   reported to had its error caught and ignored: a batch that lost data to a failed write never commits.
     public func inBatch(_ body: () throws -> Void) throws {
         try write(body)
     }

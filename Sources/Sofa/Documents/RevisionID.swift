@@ -125,7 +125,9 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         var prefix: (UInt8, UInt8, UInt8) = (deleted ? 1 : 0, 0, 0)
         var prefixCount = 2
         withUnsafeMutableBytes(of: &prefix) { p in
-            // A revision ID is at most 256 bytes: a varint of one or two bytes.
+            // A revision ID's text is at most 276 bytes (19 digits, '-', a digest of up to 256): a varint of
+            // one or two bytes, which the two bytes after the deleted flag hold.
+            precondition(parentText.count < 1 << 14, "revision ID text too long for the digest's prefix")
             var n = UInt64(parentText.count)
             var i = 1
             while n >= 0x80 {

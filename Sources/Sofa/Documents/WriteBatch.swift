@@ -66,6 +66,10 @@ final class WriteBatch {
     var bySequence: BTree
     /// The last sequence of the commit the batch started from.
     let startSequence: UInt64
+    /// The storage file's ``StorageFile/discardCount`` when the batch began: if it moved, a failed write (met
+    /// by a read whose error the caller may have ignored) discarded chunks the working trees point at, and the
+    /// batch must not commit.
+    let discardsAtStart: Int
     var lastSequence: UInt64
     /// The changed documents in first-write order with their latest state, and whether that order is
     /// ascending by ID (bulk loads usually are), so a flush sorts only when it must and looks nothing up.
@@ -117,7 +121,8 @@ final class WriteBatch {
     /// flight, but the batches of different databases run at once.
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
-    init(byID: BTree, bySequence: BTree, startSequence: UInt64) {
+    init(byID: BTree, bySequence: BTree, startSequence: UInt64, discardsAtStart: Int) {
+        self.discardsAtStart = discardsAtStart
         self.byID = byID
         self.bySequence = bySequence
         self.startSequence = startSequence
@@ -130,14 +135,17 @@ final class WriteBatch {
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
     func record(_ id: [UInt8], forEdit: Bool = false) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+        // After a failure the overlay's records may name body chunks that were discarded (and whose offsets a
+        // later append reuses): no answer is right any more.
+        if let failure { throw failure }
         if let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
         if let job = inFlight {
             // Above every ID stored or in flight: absent, without waiting for the flush thread.
             if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
             join()
         }
-        // A failed chunk's documents are in neither the overlay nor the trees: no answer is right any more.
-        if chunkLost, let failure { throw failure }
+        // A failed chunk's documents are in neither the overlay nor the trees.
+        if let failure { throw failure }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
             guard let largest = try largestStoredID() else { return nil }
@@ -307,7 +315,7 @@ extension DocumentFile {
         guard batch == nil else { return }
         let snapshot = try committedSnapshot()
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
-                           startSequence: snapshot.lastSequence)
+                           startSequence: snapshot.lastSequence, discardsAtStart: storage.discardCount)
     }
 
     /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
@@ -324,6 +332,11 @@ extension DocumentFile {
         do {
             if let failure = b.failure { throw failure }
             try b.flush()
+            guard storage.discardCount == b.discardsAtStart else {
+                throw SofaError(.ioError, "the batch lost uncommitted data to an earlier failed write (its error "
+                                + "was reported to a call inside the batch); nothing of the batch was committed",
+                                path: storage.path)
+            }
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
         } catch {

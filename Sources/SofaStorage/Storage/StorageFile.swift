@@ -106,6 +106,11 @@ public final class StorageFile: @unchecked Sendable {
     /// Other threads' reads in progress (``beginHelperReads()``), and whether a failed write owes a cut.
     private var helperReads = 0
     private var discardOwed = false
+    /// How many times uncommitted chunks were forgotten (a failed write, or ``discardUncommitted()``). Roots
+    /// built from chunks appended before a discard point at nothing: a caller holding such roots across calls it
+    /// does not check one by one (a batch whose reads may flush and fail) compares this before committing them.
+    /// Writer only.
+    public private(set) var discardCount = 0
     /// The writeback hint in progress (``flushAppendedStartingWriteback()``), on ``writebackQueue``: waited for
     /// before the descriptor is synced, cut or closed (``finishWriteback()``).
     private var writebackInFlight: DispatchGroup?
@@ -635,18 +640,8 @@ public final class StorageFile: @unchecked Sendable {
         guard let write = backgroundWrite else { return }
         write.group.wait()
         backgroundWrite = nil
-        if let failure = write.failure {
-            if helperReads > 0 {
-                pending.removeAll(keepingCapacity: false)
-                discardOwed = true
-            } else {
-                discardUncommitted()
-            }
-            throw StorageFile.error(failure, path: path)
-        }
-        let end = write.at + UInt64(write.bytes.count)
-        flushedEnd.store(end, ordering: .releasing)
-        allocatedEnd = max(allocatedEnd, end)
+        if let failure = write.failure { throw failedWrite(failure) }
+        didWrite(upTo: write.at + UInt64(write.bytes.count))
         // The written buffer becomes the spare, unless a large chunk made it grow well past the threshold.
         swap(&spare, &write.bytes)
         spare.removeAll(keepingCapacity: spare.capacity <= 4 * StorageFile.flushThreshold)
@@ -664,24 +659,37 @@ public final class StorageFile: @unchecked Sendable {
         do {
             try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
         } catch {
-            if helperReads > 0 {
-                pending.removeAll(keepingCapacity: false)
-                discardOwed = true
-            } else {
-                discardUncommitted()
-            }
-            throw StorageFile.error(error, path: path)
+            throw failedWrite(error)
         }
         if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
             uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
         }
-        flushedEnd.store(at + UInt64(pending.count), ordering: .releasing)
-        allocatedEnd = max(allocatedEnd, at + UInt64(pending.count))
+        didWrite(upTo: at + UInt64(pending.count))
         pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
+    }
+
+    /// After a failed write of buffered chunks: discards everything uncommitted — at once, or when the helper
+    /// reads in progress end — and returns the error to throw.
+    private func failedWrite(_ error: any Error) -> SofaError {
+        if helperReads > 0 {
+            pending.removeAll(keepingCapacity: false)
+            discardOwed = true
+            discardCount += 1
+        } else {
+            discardUncommitted()
+        }
+        return StorageFile.error(error, path: path)
+    }
+
+    /// Counts the file's bytes up to `end` as written.
+    private func didWrite(upTo end: UInt64) {
+        flushedEnd.store(end, ordering: .releasing)
+        allocatedEnd = max(allocatedEnd, end)
     }
 
     /// Forgets every chunk appended since the last commit. Roots built from them must be dropped too.
     public func discardUncommitted() {
+        discardCount += 1
         finishWriteback()
         if let write = backgroundWrite {
             // Its bytes are discarded with the rest, written or not.

@@ -151,7 +151,8 @@ import Testing
     /// winner's body inline, in a chunk or none), sometimes with a second branch or a text digest.
     static func randomRecord(_ random: inout SeededRandom) -> DocumentRecord {
         func digest() -> RevisionID.Digest {
-            .binary(high: UInt64.random(in: 0...UInt64.max, using: &random), low: UInt64.random(in: 0...UInt64.max, using: &random))
+            .binary(high: UInt64.random(in: 0...UInt64.max, using: &random),
+                    low: UInt64.random(in: 0...UInt64.max, using: &random))
         }
         let count = Int.random(in: 1...25, using: &random)
         let newest = UInt64(count) + UInt64.random(in: 0...5, using: &random)

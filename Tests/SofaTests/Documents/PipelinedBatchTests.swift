@@ -147,6 +147,41 @@ import Testing
         #expect(reopened.documentCount == 3 * WriteBatch.pipelineChunk + 1)
         expectSound(reopened)
     }
+
+    /// A failed write whose error reaches a read the caller ignores has discarded chunks the batch's records
+    /// point at: the batch must not commit them (it did before the discard count was checked, leaving a record
+    /// whose body offset held a tree node).
+    @Test func aFailedWriteMetByAnIgnoredReadKeepsTheBatchFromCommitting() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let setup = try Database(path: path, options: testOptions())
+        let first = try setup.put(["n": 0], id: Self.id(0))
+        try setup.close()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .none), system: faults)
+        var random = SeededRandom(seed: 14)
+        let large = Self.body(1, size: 8_000, random: &random)  // over the inline limit: a value chunk
+        expectSofaError(.ioError) {
+            try db.inBatch {
+                try db.put(large, id: Self.id(1))
+                // Reading the body writes the buffered chunk out first; that write fails, the chunk is discarded
+                // and the read throws — an error this caller drops.
+                faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
+                #expect((try? db.document(id: Self.id(1))) == nil)
+                faults.arm(nil)
+            }
+        }
+        #expect(db.documentCount == 1 && db.lastSequence == 1)
+        #expect(try db.document(id: Self.id(0)) == first)
+        #expect(try db.document(id: Self.id(1)) == nil)
+        try db.put(large, id: Self.id(1))
+        #expect(try db.document(id: Self.id(1))?.userProperties == large)
+        expectSound(db)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(reopened.documentCount == 2)
+        expectSound(reopened)
+    }
 }
 
 /// A file's size in bytes.

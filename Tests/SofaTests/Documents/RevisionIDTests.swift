@@ -16,6 +16,24 @@ import Testing
         #expect(Self.hex([]) == "99aa06d3014798d86001c324468d497f")
     }
 
+    /// Every length class XXH3-128 treats apart (1–3, 4–8, 9–16, 17–128, 129–240, over 240 bytes), against the
+    /// reference: `xxhash.xxh3_128(data).hexdigest()` of PyPI's python-xxhash (its own copy of xxHash 0.8.x),
+    /// which prints the same canonical form, for bytes `(7i + 3) mod 256`.
+    @Test func xxh3MatchesTheReferenceForEveryLengthClass() {
+        let expected: [(Int, String)] = [
+            (1, "22bbb76b211a39ba13e608bc156defed"), (3, "ce31763cbf8245a5a9088dda485b481c"),
+            (4, "47197970590746b1788a609154b0fe20"), (8, "e3bc8a5f461715553cd024e3d63a1588"),
+            (9, "c72c88247a9a56d7eafab1c7f123109f"), (16, "ce0b9647ab24f88460d75c5e47d40a24"),
+            (17, "bfd327edcc2fbd12eeed7654312a26d7"), (128, "1b1962a096bac78bc580008b6c92ac53"),
+            (129, "293e4968c4619023bd91ce7ace4d385b"), (240, "ad46c1021b076bc704e0b5f034bee80b"),
+            (241, "ac6c3492c3d6b45d8beadd3a8874fe17"), (1000, "6bcc7eff62da44c26c4f14bd97bd9e82"),
+        ]
+        for (count, digest) in expected {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+            #expect(Self.hex(bytes) == digest, "\(count) bytes")
+        }
+    }
+
     @Test func parsesAndPrints() throws {
         let md5 = try #require(RevisionID("3-0123456789abcdef0123456789abcdef"))
         #expect(md5.generation == 3 && md5.isBinary)
@@ -53,6 +71,7 @@ import Testing
                                                   + body))
         let deleted = RevisionID.derived(parent: second, deleted: true, body: [])
         #expect(deleted.generation == 3)
-        #expect(deleted.digestText == Self.hex([1, UInt8(second.description.utf8.count)] + Array(second.description.utf8)))
+        let parentText = Array(second.description.utf8)
+        #expect(deleted.digestText == Self.hex([1, UInt8(parentText.count)] + parentText))
     }
 }
