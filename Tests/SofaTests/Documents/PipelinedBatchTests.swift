@@ -18,6 +18,16 @@ import Testing
         return ["n": .number(Double(i)), "text": .string(String(decoding: letters, as: UTF8.self))]
     }
 
+    /// A database at `path` holding one committed document, reopened over a fault-injecting system (nothing
+    /// armed) with durability `.none`.
+    static func oneDocumentOverFaults(_ path: String) throws -> (Database, Document, FaultInjectingSystemCalls) {
+        let setup = try Database(path: path, options: testOptions())
+        let first = try setup.put(["n": 0], id: id(0))
+        try setup.close()
+        let faults = FaultInjectingSystemCalls()
+        return (try Database(path: path, options: DatabaseOptions(durability: .none), system: faults), first, faults)
+    }
+
     @Test func readsInsideTheBatchSeeEveryWriteWhileChunksAreInFlight() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
@@ -105,11 +115,7 @@ import Testing
     @Test func aStorageErrorOnTheFlushThreadPoisonsTheBatch() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
-        let setup = try Database(path: path, options: testOptions())
-        let first = try setup.put(["n": 0], id: Self.id(0))
-        try setup.close()
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: DatabaseOptions(durability: .none), system: faults)
+        let (db, first, faults) = try Self.oneDocumentOverFaults(path)
         // Bodies inline (under 1 KiB) and incompressible: only the flush thread appends, and its chunks pass the
         // storage layer's 1 MiB write buffer after four or five, so the first `pwrite` is one of its own.
         faults.arm(.init(call: .pwrite, nth: 1, errno: ENOSPC))
@@ -154,11 +160,7 @@ import Testing
     @Test func aFailedWriteMetByAnIgnoredReadKeepsTheBatchFromCommitting() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
-        let setup = try Database(path: path, options: testOptions())
-        let first = try setup.put(["n": 0], id: Self.id(0))
-        try setup.close()
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: DatabaseOptions(durability: .none), system: faults)
+        let (db, first, faults) = try Self.oneDocumentOverFaults(path)
         var random = SeededRandom(seed: 14)
         let large = Self.body(1, size: 8_000, random: &random)  // over the inline limit: a value chunk
         expectSofaError(.ioError) {
