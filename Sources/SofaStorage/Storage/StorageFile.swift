@@ -610,14 +610,8 @@ public final class StorageFile: @unchecked Sendable {
     ///
     /// - Throws: the previous background write's failure (``finishBackgroundWrite()``).
     private func writePendingInBackground() throws {
-        try finishBackgroundWrite()
-        guard !pending.isEmpty else { return }
-        try checkWritable()
-        let at = flushedEnd.load(ordering: .relaxed)
-        wroteUncommitted = true
-        if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
-            uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
-        }
+        guard let at = try prepareWrite() else { return }
+        checksumPending(at: at)
         // The full buffer goes to the write; the spare one, empty, takes the appends that follow.
         var full: [UInt8] = []
         swap(&full, &pending)
@@ -651,21 +645,32 @@ public final class StorageFile: @unchecked Sendable {
     /// uncommitted (at once, or when helper reads end), so the file can take new commits once the cause (a full
     /// disk) is gone.
     private func flushPending() throws {
-        try finishBackgroundWrite()
-        guard !pending.isEmpty else { return }
-        try checkWritable()
-        let at = flushedEnd.load(ordering: .relaxed)
-        wroteUncommitted = true
+        guard let at = try prepareWrite() else { return }
         do {
             try pending.withUnsafeBytes { b in try system.pwriteAll(fd, b, at: Int64(at)) }
         } catch {
             throw failedWrite(error)
         }
+        checksumPending(at: at)
+        didWrite(upTo: at + UInt64(pending.count))
+        pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
+    }
+
+    /// Waits for the background write, if any, and readies a write of the buffered chunks: nil when there are
+    /// none, else the offset they go to.
+    private func prepareWrite() throws -> UInt64? {
+        try finishBackgroundWrite()
+        guard !pending.isEmpty else { return nil }
+        try checkWritable()
+        wroteUncommitted = true
+        return flushedEnd.load(ordering: .relaxed)
+    }
+
+    /// Adds the buffered chunks, to be written at `at`, to the CRC of a commit small enough for one sync.
+    private func checksumPending(at: UInt64) {
         if at + UInt64(pending.count) - latestCommit.endOffset <= UInt64(StorageFile.oneSyncLimit) {
             uncommittedCRC = CRC32C.checksum(pending, seed: uncommittedCRC)
         }
-        didWrite(upTo: at + UInt64(pending.count))
-        pending.removeAll(keepingCapacity: pending.capacity <= 4 * StorageFile.flushThreshold)
     }
 
     /// After a failed write of buffered chunks: discards everything uncommitted — at once, or when the helper
