@@ -113,7 +113,7 @@ extension DocumentFile {
         replaceStorage(with: newFile)
         if let syncError { throw syncError }
         return CompactionResult(path: finalPath, sizeBefore: oldFile.latestCommit.endOffset,
-                                sizeAfter: newFile.latestCommit.endOffset, documents: snapshot.byID.rowCount,
+                                sizeAfter: newFile.latestCommit.endOffset, documents: snapshot.documentRows,
                                 lastSequence: snapshot.lastSequence)
     }
 
@@ -121,7 +121,9 @@ extension DocumentFile {
     /// body chunks copied alongside, then by-sequence entries as they are.
     private func copy(_ snapshot: DocumentSnapshot, into file: StorageFile) throws {
         let byID = TreeBuilder(file: file, configuration: byIDConfiguration)
-        try snapshot.byID.forEach { key, value in
+        // Through the pending changes: the new file's trees hold everything, and it has no log.
+        try snapshot.forEachByID { leaf, i in
+            let key = leaf.key(i), value = leaf.value(i)
             let record = try DocumentRecord(decoding: value, path: path)
             let hasChunks = record.tree.revisions.contains {
                 if case .chunk = $0.body { return true } else { return false }
@@ -142,8 +144,8 @@ extension DocumentFile {
             return true
         }
         let bySequence = TreeBuilder(file: file, configuration: bySequenceConfiguration)
-        try snapshot.bySequence.forEach { key, value in
-            try bySequence.add(key: key, value: value)
+        try snapshot.forEachBySequence { sequence, id in
+            try DocumentFile.sequenceKey(sequence).withUnsafeBytes { try bySequence.add(key: $0, value: id) }
             return true
         }
         try file.commit(roots: [try byID.finish().root, try bySequence.finish().root],

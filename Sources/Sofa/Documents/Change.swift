@@ -45,8 +45,7 @@ extension DocumentSnapshot {
         var out: [Change] = []
         if limit == 0 || since == UInt64.max { return out }
         let range = KeyRange(lower: KeyBound(DocumentFile.sequenceKey(since), inclusive: false))
-        try bySequence.forEach(in: range) { key, value in
-            let sequence = try DocumentFile.sequence(fromKey: key, path: path)
+        try forEachBySequence(in: range) { sequence, value in
             let idBytes = Array(value)
             guard let record = try record(idBytes) else {
                 throw SofaError(.corruption, "by-sequence entry \(sequence) names a document missing from by-ID",

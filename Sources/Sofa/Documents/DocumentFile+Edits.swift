@@ -69,14 +69,14 @@ extension DocumentFile {
             parentID = nil
         }
         var name: String { String(decoding: id, as: UTF8.self) }  // for error messages only
-        guard let (record, stored) = try currentRecord(id) else {
+        guard let (record, stored, flags) = try currentRecord(id) else {
             if deleted { throw SofaError(.notFound, "document \"\(name)\" does not exist") }
             if parentID != nil {
                 throw SofaError(.conflict, "document \"\(name)\" does not exist; create it without a revision")
             }
             let first = RevisionID.derived(parent: nil, deleted: false, body: body)
             let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
-            return (try save(id, tree: tree, storedSequence: nil), first)
+            return (try save(id, tree: tree, storedSequence: nil, storedFlags: 0), first)
         }
         var tree = record.tree
         let parent: Int
@@ -99,7 +99,7 @@ extension DocumentFile {
         }
         let newID = RevisionID.derived(parent: tree.revisions[parent].id, deleted: deleted, body: body)
         tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body))
-        return (try save(id, tree: tree, storedSequence: stored), newID)
+        return (try save(id, tree: tree, storedSequence: stored, storedFlags: flags), newID)
     }
 
     /// Inserts a revision with its history as a replicator does (``RevisionTree/insert(history:deleted:body:)``).
@@ -107,15 +107,15 @@ extension DocumentFile {
     ///
     /// - Returns: the new record, or nil when the revision was already present.
     func forceInsert(_ id: [UInt8], body: [UInt8], history: [RevisionID], deleted: Bool) throws -> DocumentRecord? {
-        if let (record, stored) = try currentRecord(id) {
+        if let (record, stored, flags) = try currentRecord(id) {
             var tree = record.tree
             guard tree.index(of: history[0]) == nil else { return nil }
             _ = tree.insert(history: history, deleted: deleted, body: try storeBody(body))
-            return try save(id, tree: tree, storedSequence: stored)
+            return try save(id, tree: tree, storedSequence: stored, storedFlags: flags)
         }
         var tree = RevisionTree(revisions: [])
         _ = tree.insert(history: history, deleted: deleted, body: try storeBody(body))
-        return try save(id, tree: tree, storedSequence: nil)
+        return try save(id, tree: tree, storedSequence: nil, storedFlags: 0)
     }
 
     /// Parses and checks a revision history (newest first): valid IDs, generations falling by one each step.

@@ -37,8 +37,8 @@ extension Database {
         let snapshot = try readSnapshot()
         let commit = snapshot.storage.latestCommit
         var bodyBytes: UInt64 = 0
-        try snapshot.byID.forEach { _, value in
-            let record = try DocumentRecord(decoding: value, path: snapshot.path)
+        try snapshot.forEachByID { leaf, i in
+            let record = try DocumentRecord(decoding: leaf.value(i), path: snapshot.path)
             for revision in record.tree.revisions {
                 guard case .chunk(let offset) = revision.body else { continue }
                 bodyBytes += UInt64(try snapshot.storage.readChunk(at: offset, kind: .value,
@@ -64,9 +64,9 @@ extension Database {
     /// - Throws: ``SofaError`` for a closed database or a storage failure.
     package func forEachDocument(_ body: (Document, Int) throws -> Bool) throws {
         let snapshot = try readSnapshot()
-        try snapshot.byID.forEach { key, value in
-            let record = try DocumentRecord(decoding: value, path: snapshot.path)
-            let id = String(decoding: key, as: UTF8.self)
+        try snapshot.forEachByID { leaf, i in
+            let record = try DocumentRecord(decoding: leaf.value(i), path: snapshot.path)
+            let id = String(decoding: leaf.key(i), as: UTF8.self)
             guard let doc = try snapshot.document(id: id, record: record, revision: nil) else { return true }
             return try body(doc, record.tree.conflictingRevisions.count)
         }

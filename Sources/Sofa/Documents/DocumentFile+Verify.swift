@@ -7,7 +7,9 @@ extension DocumentFile {
     /// deleted and conflicted counts among them): every by-ID key is a valid document ID; every entry decodes
     /// and its revision tree keeps its invariants; sequences are positive, unique and at most the last
     /// sequence; every leaf body reads and parses as a JSON object; and by-ID ⇄ by-sequence agree exactly —
-    /// each document's sequence has one by-sequence entry naming it, and there is no other entry.
+    /// each document's sequence has one by-sequence entry naming it, and there is no other entry. With a commit
+    /// log (FORMAT.md §10.1.7), each pending change must describe the trees' entries it supersedes as they are,
+    /// and the checks above run on the trees as the pending changes amend them.
     func verify(_ snapshot: DocumentSnapshot) -> [SofaError] {
         var problems: [SofaError] = []
         if let problem = snapshot.storage.dataCheckProblem(of: snapshot.storage.latestCommit) { problems.append(problem) }
@@ -18,7 +20,23 @@ extension DocumentFile {
         var sequenceOf: [[UInt8]: UInt64] = [:]
         var seen: Set<UInt64> = []
         do {
-            try snapshot.byID.forEach { key, value in
+            for change in snapshot.pending.entries {
+                let name = String(decoding: change.id, as: UTF8.self)
+                let stored = try change.id.withUnsafeBytes { id in
+                    try snapshot.byID.value(for: id).map { try $0.withUnsafeBytes { try RecordSummary(decoding: $0, path: path) } }
+                }
+                if stored?.sequence != change.storedSequence
+                    || (stored != nil && stored!.flags != change.storedFlags) {
+                    problem("the log's change of \"\(name)\" supersedes sequence "
+                            + "\(change.storedSequence.map(String.init) ?? "none") (flags \(change.storedFlags)); the "
+                            + "trees hold \(stored.map { "sequence \($0.sequence) (flags \($0.flags))" } ?? "none")")
+                } else if let sequence = change.storedSequence,
+                          try snapshot.bySequence.get(DocumentFile.sequenceKey(sequence)) != change.id {
+                    problem("by-sequence \(sequence) does not name \"\(name)\", whose log change supersedes it")
+                }
+            }
+            try snapshot.forEachByID { leaf, i in
+                let key = leaf.key(i), value = leaf.value(i)
                 let id = Array(key)
                 let name = String(decoding: id, as: UTF8.self)
                 let validUTF8 = String(validating: id, as: UTF8.self) != nil
@@ -49,15 +67,8 @@ extension DocumentFile {
                 return true
             }
             var bySequenceRows = 0
-            try snapshot.bySequence.forEach { key, value in
+            try snapshot.forEachBySequence { sequence, value in
                 bySequenceRows += 1
-                let sequence: UInt64
-                do {
-                    sequence = try DocumentFile.sequence(fromKey: key, path: path)
-                } catch {
-                    problem("by-sequence key of \(key.count) bytes")
-                    return true
-                }
                 let id = Array(value)
                 if sequenceOf[id] != sequence {
                     let name = String(decoding: id, as: UTF8.self)

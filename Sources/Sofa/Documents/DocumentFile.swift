@@ -20,8 +20,9 @@ import Synchronization
 final class DocumentFile: @unchecked Sendable {
     /// The file kind recorded in the docs file header: "DOCS" read as a little-endian u32.
     static let fileKind: UInt32 = 0x5343_4F44
-    /// Commit metadata format.
-    static let metadataVersion: UInt8 = 1
+    /// The newest commit metadata format: 2 adds the commit log (FORMAT.md §10.1.4); a commit without a log
+    /// is written as version 1, which every earlier build reads.
+    static let metadataVersion: UInt8 = 2
     /// The longest document ID, in UTF-8 bytes.
     static let maximumIDLength = 1024
     /// The uncompressed size inner nodes of both trees are filled to (leaves: 8 KiB by-ID, 4 KiB by-sequence).
@@ -77,39 +78,78 @@ final class DocumentFile: @unchecked Sendable {
             return cached
         }
         let commit = storage.latestCommit
+        let metadata = try DocumentFile.metadata(in: commit, path: storage.path)
+        // Read once per commit this process did not make itself (opening, compaction): the writer hands its
+        // own commits' snapshots over with their pending changes (``install(_:)``).
+        let pending = try PendingChanges.read(head: metadata.logHead, length: metadata.logLength, commit: commit,
+                                              storage: storage)
         let snapshot = DocumentSnapshot(
             storage: storage,
             byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
             bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
-            lastSequence: try DocumentFile.lastSequence(in: commit, path: storage.path), commitOffset: commit.offset)
+            pending: pending, lastSequence: metadata.lastSequence, commitOffset: commit.offset)
         newestSnapshot.withLock { $0 = snapshot }
         return snapshot
     }
 
+    /// Makes `snapshot`, which the writer built for the commit it just made, the newest commit's snapshot.
+    func install(_ snapshot: DocumentSnapshot) {
+        newestSnapshot.withLock { $0 = snapshot }
+    }
+
     // MARK: - Commit metadata (FORMAT.md §10.1, "Commit metadata")
 
-    static func encodeMetadata(lastSequence: UInt64) -> [UInt8] {
-        var out: [UInt8] = [metadataVersion]
+    /// What a docs commit's metadata says.
+    struct Metadata {
+        /// The highest sequence assigned so far.
+        var lastSequence: UInt64
+        /// The newest log record of the commit's chain (FORMAT.md §10.1.7), 0 when the trees hold everything.
+        var logHead: UInt64 = 0
+        /// Records in the chain.
+        var logLength = 0
+    }
+
+    /// Version 1 when the trees hold everything (what builds without the log read), else version 2.
+    static func encodeMetadata(lastSequence: UInt64, logHead: UInt64 = 0, logLength: Int = 0) -> [UInt8] {
+        var out: [UInt8] = [logHead == 0 ? 1 : 2]
         out.appendVarint(lastSequence)
+        if logHead != 0 {
+            out.appendVarint(logHead)
+            out.appendVarint(UInt64(logLength))
+        }
         return out
     }
 
     /// The last sequence recorded in `commit`; 0 for the empty first commit of a new file.
     static func lastSequence(in commit: CommitHeader, path: String) throws -> UInt64 {
-        if commit.metadata.isEmpty && commit.roots.isEmpty { return 0 }
+        try metadata(in: commit, path: path).lastSequence
+    }
+
+    /// The metadata of `commit` (the empty first commit of a new file: last sequence 0, no log).
+    static func metadata(in commit: CommitHeader, path: String) throws -> Metadata {
+        if commit.metadata.isEmpty && commit.roots.isEmpty { return Metadata(lastSequence: 0) }
         return try commit.metadata.withUnsafeBytes { bytes in
             var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
             let version = try r.readByte()
-            guard version == metadataVersion else {
+            guard version == 1 || version == metadataVersion else {
                 throw SofaError(.unsupportedFormat,
-                                "document metadata version \(version); this build reads \(metadataVersion)",
+                                "document metadata version \(version); this build reads 1 and \(metadataVersion)",
                                 path: path, offset: Int(clamping: commit.offset))
             }
-            let sequence = try r.readVarint()
+            var metadata = Metadata(lastSequence: try r.readVarint())
+            if version == 2 {
+                metadata.logHead = try r.readVarint()
+                let length = try r.readVarint()
+                guard metadata.logHead != 0, length > 0, length <= UInt64(PendingChanges.maximumLength) else {
+                    throw r.corruption("document file commit names a log chain of \(length) records at "
+                                       + "\(metadata.logHead)")
+                }
+                metadata.logLength = Int(length)
+            }
             guard r.isAtEnd, commit.roots.count == 2 else {
                 throw r.corruption("document file commit has malformed metadata or \(commit.roots.count) roots")
             }
-            return sequence
+            return metadata
         }
     }
 
@@ -141,33 +181,54 @@ final class DocumentFile: @unchecked Sendable {
     }
 }
 
-/// One consistent view of the document file: both trees and the last sequence of one commit (or, for the
-/// writer inside a batch, of its working state). A class: readers share the newest commit's (see
-/// ``DocumentFile/committedSnapshot()``), and passing it around costs one reference count.
+/// One consistent view of the document file: both trees, the commit log's pending changes on top of them
+/// (FORMAT.md §10.1.7; ``CommitLog.swift`` has the readers that merge the two), and the last sequence of one
+/// commit (or, for the writer inside a batch, of its working state). A class: readers share the newest commit's
+/// (see ``DocumentFile/committedSnapshot()``), and passing it around costs one reference count.
 final class DocumentSnapshot: Sendable {
     let storage: StorageFile
+    /// The trees as of the last commit that rewrote them. Read them through the merging readers (``record(_:)``,
+    /// ``forEachByID(in:descending:_:)``, ``forEachBySequence(in:descending:_:)``…) unless ``pending`` is empty.
     let byID: BTree
     let bySequence: BTree
+    /// The changes committed since, by log records.
+    let pending: PendingChanges
     let lastSequence: UInt64
     /// The offset of the commit header the snapshot was taken from; 0 for a writer's working state.
     let commitOffset: UInt64
 
-    init(storage: StorageFile, byID: BTree, bySequence: BTree, lastSequence: UInt64, commitOffset: UInt64 = 0) {
+    init(storage: StorageFile, byID: BTree, bySequence: BTree, pending: PendingChanges = .none,
+         lastSequence: UInt64, commitOffset: UInt64 = 0) {
         self.storage = storage
         self.byID = byID
         self.bySequence = bySequence
+        self.pending = pending
         self.lastSequence = lastSequence
         self.commitOffset = commitOffset
     }
 
     var path: String { storage.path }
 
-    var counts: DocumentCountReducer.Counts { DocumentCountReducer.decode(byID.reduction) }
+    /// Live, deleted and conflicted documents: the by-ID tree's stored counts, corrected by the pending changes.
+    var counts: DocumentCountReducer.Counts {
+        var c = DocumentCountReducer.decode(byID.reduction)
+        guard !pending.isEmpty else { return c }
+        c.live = UInt64(Int64(c.live) + pending.liveDelta)
+        c.deleted = UInt64(Int64(c.deleted) + pending.deletedDelta)
+        c.conflicted = UInt64(Int64(c.conflicted) + pending.conflictedDelta)
+        return c
+    }
+
+    /// Documents with a by-ID entry, deleted ones included.
+    var documentRows: UInt64 { byID.rowCount + pending.addedRows }
 
     /// The by-ID entry of `id`, decoded; its leaf is left out of the node cache when `cachingLeaf` is false
     /// (a view update's scattered lookups).
     func record(_ id: [UInt8], cachingLeaf: Bool = true) throws -> DocumentRecord? {
-        try id.withUnsafeBytes { key in
+        if let i = pending.index(of: id) {
+            return try pending.entries[i].record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
+        }
+        return try id.withUnsafeBytes { key in
             try byID.value(for: key, cachingLeaf: cachingLeaf).map { slice in
                 try slice.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
             }
@@ -227,6 +288,9 @@ final class DocumentSnapshot: Sendable {
     func document(id: String, revision: RevisionID? = nil) throws -> Document? {
         var key = id
         return try key.withUTF8 { utf8 in
+            if let i = pending.index(of: UnsafeRawBufferPointer(utf8)) {
+                return try pending.entries[i].record.withUnsafeBytes { try document(id: id, entry: $0, revision: revision) }
+            }
             guard let slice = try byID.value(for: UnsafeRawBufferPointer(utf8)) else { return nil }
             return try slice.withUnsafeBytes { try document(id: id, entry: $0, revision: revision) }
         }

@@ -24,7 +24,13 @@ final class WriteBatch {
         var record: DocumentRecord
         /// The document's sequence in the working by-sequence tree, whose entry the flush removes.
         var storedSequence: UInt64?
+        /// The document flags of its entry in the working by-ID tree (0 when it has none): a log record carries
+        /// them so that readers can correct the tree's counts (FORMAT.md §10.1.7).
+        var storedFlags: UInt8 = 0
     }
+
+    /// A document's state as the batch sees it: its record, and its sequence and flags in the working trees.
+    typealias Current = (record: DocumentRecord, storedSequence: UInt64?, storedFlags: UInt8)
 
     /// The overlay's changed documents in first-write order with their latest state.
     typealias Changes = [(id: [UInt8], state: Pending)]
@@ -64,6 +70,12 @@ final class WriteBatch {
 
     var byID: BTree
     var bySequence: BTree
+    /// The commit log's pending changes the batch started from, consulted after the overlay and before the
+    /// trees. The first flush or hand-off moves them into the overlay (``absorbBase()``): from then on the
+    /// trees take them, and the batch's commit rewrites the trees instead of adding a log record.
+    private(set) var base: PendingChanges
+    /// Whether the batch has changed the working trees (flushed or handed off a chunk).
+    private(set) var touchedTrees = false
     /// The last sequence of the commit the batch started from.
     let startSequence: UInt64
     /// The storage file's ``StorageFile/discardCount`` when the batch began: if it moved, a failed write (met
@@ -121,24 +133,34 @@ final class WriteBatch {
     /// flight, but the batches of different databases run at once.
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
-    init(byID: BTree, bySequence: BTree, startSequence: UInt64, discardsAtStart: Int) {
+    init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int) {
         self.discardsAtStart = discardsAtStart
         self.byID = byID
         self.bySequence = bySequence
+        self.base = base
         self.startSequence = startSequence
         self.lastSequence = startSequence
     }
 
-    /// The current state of `id`: the overlay, else the working by-ID tree. `forEdit`: the lookup of an edit,
+    /// The current state of `id`: the overlay, else the log's pending changes, else the working by-ID tree.
+    /// `forEdit`: the lookup of an edit,
     /// which stops the pipeline when it has to consult the trees (``readsTrees``).
     ///
     /// A storage error here poisons the batch: the read may have flushed (and, failing, discarded) the batch's
     /// uncommitted nodes, so committing its trees afterwards would point at chunks that are gone.
-    func record(_ id: [UInt8], forEdit: Bool = false) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+    func record(_ id: [UInt8], forEdit: Bool = false) throws -> Current? {
         // After a failure the overlay's records may name body chunks that were discarded (and whose offsets a
         // later append reuses): no answer is right any more.
         if let failure { throw failure }
-        if let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
+        if let i = position(of: id) {
+            let state = changes[i].state
+            return (state.record, state.storedSequence, state.storedFlags)
+        }
+        if let i = base.index(of: id) {  // (empty once a chunk has been handed off)
+            let e = base.entries[i]
+            let record = try e.record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: byID.file.path) }
+            return (record, e.storedSequence, e.storedFlags)
+        }
         if let job = inFlight {
             // Above every ID stored or in flight: absent, without waiting for the flush thread.
             if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
@@ -153,7 +175,7 @@ final class WriteBatch {
             // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
             if forEdit { readsTrees = true }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
-            return (r, r.sequence)
+            return (r, r.sequence, r.documentFlags)
         } catch {
             failure = failure ?? error
             throw error
@@ -174,7 +196,8 @@ final class WriteBatch {
     /// Reads of the working state (the writer's own thread only); waits for a chunk in flight.
     func snapshot(storage: StorageFile) -> DocumentSnapshot {
         join()
-        return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, lastSequence: lastSequence)
+        return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, pending: base,
+                                lastSequence: lastSequence)
     }
 
     /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure.
@@ -199,6 +222,7 @@ final class WriteBatch {
         join()
         if let failure { throw failure }
         guard !changes.isEmpty else { return }
+        try absorbBase()
         var largest: [UInt8]?
         do {
             largest = try largestStoredID()
@@ -214,6 +238,7 @@ final class WriteBatch {
         if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
         let job = FlushJob(changes: changes, sorted: changesAreSorted, byID: byID, bySequence: bySequence,
                            largestID: largest)
+        touchedTrees = true
         index = [:]
         changes = []
         changes.reserveCapacity(WriteBatch.pipelineChunk)
@@ -228,8 +253,10 @@ final class WriteBatch {
     func flush() throws {
         join()
         if chunkLost, let failure { throw failure }
-        guard !changes.isEmpty else { return }
         if let failure { throw failure }
+        try absorbBase()
+        guard !changes.isEmpty else { return }
+        touchedTrees = true
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
             (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, byID: byID,
@@ -246,6 +273,41 @@ final class WriteBatch {
 
     /// Documents in the overlay.
     var pendingCount: Int { changes.count }
+
+    /// Moves the log's pending changes into the overlay, where the next flush writes them into the trees with
+    /// the batch's own (a document the batch changed keeps the batch's state, and the trees' sequence its
+    /// base entry recorded). Afterwards the batch can only commit by rewriting the trees.
+    private func absorbBase() throws {
+        guard !base.isEmpty else { return }
+        let entries = base.entries
+        base = .none
+        do {
+            for e in entries where position(of: e.id) == nil {
+                let record = try e.record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: byID.file.path) }
+                setPending(e.id, Pending(record: record, storedSequence: e.storedSequence, storedFlags: e.storedFlags))
+            }
+        } catch {
+            failure = failure ?? error
+            throw error
+        }
+    }
+
+    /// The batch's changes as a log record's entries (ascending IDs), if the batch may commit as one: it has
+    /// not touched the trees, and the chain admits that many more documents (``PendingChanges/admits``).
+    func logEntries() -> [LogEntry]? {
+        guard !touchedTrees, inFlight == nil, !changes.isEmpty, changes.count <= PendingChanges.deltaLimit else {
+            return nil
+        }
+        let ordered = changesAreSorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
+        var bytes = 0
+        let entries = ordered.map { id, state in
+            let record = state.record.encoded()
+            bytes += id.count + record.count
+            return LogEntry(id: id, record: record, sequence: state.record.sequence,
+                            storedSequence: state.storedSequence, storedFlags: state.storedFlags)
+        }
+        return base.admits(documents: entries.count, bytes: bytes) ? entries : nil
+    }
 
     /// Where `id` is in `changes`, if it is there.
     func position(of id: [UInt8]) -> Int? {
@@ -315,7 +377,8 @@ extension DocumentFile {
         guard batch == nil else { return }
         let snapshot = try committedSnapshot()
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
-                           startSequence: snapshot.lastSequence, discardsAtStart: storage.discardCount)
+                           base: snapshot.pending, startSequence: snapshot.lastSequence,
+                           discardsAtStart: storage.discardCount)
     }
 
     /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
@@ -331,12 +394,11 @@ extension DocumentFile {
         }
         do {
             if let failure = b.failure { throw failure }
-            try b.flush()
-            guard storage.discardCount == b.discardsAtStart else {
-                throw SofaError(.ioError, "the batch lost uncommitted data to an earlier failed write (its error "
-                                + "was reported to a call inside the batch); nothing of the batch was committed",
-                                path: storage.path)
+            if let entries = b.logEntries() {
+                return (b.startSequence + 1, b.lastSequence, try commitLogRecord(entries, of: b))
             }
+            try b.flush()
+            try checkNothingDiscarded(since: b)
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
         } catch {
@@ -344,6 +406,36 @@ extension DocumentFile {
             throw error
         }
         return (b.startSequence + 1, b.lastSequence, try committedSnapshot())
+    }
+
+    /// Commits a small batch as one log record on top of the pending changes, leaving the trees as they are
+    /// (FORMAT.md §10.1.7), and makes the new commit's snapshot the newest.
+    private func commitLogRecord(_ entries: [LogEntry], of b: WriteBatch) throws -> DocumentSnapshot {
+        let payload = PendingChanges.encodeRecord(entries, previous: b.base.head)
+        // Raw: a record is a few hundred bytes, and its commit waits for it.
+        let (offset, _) = try payload.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: false) }
+        let pending = b.base.applying(entries, head: offset)
+        try checkNothingDiscarded(since: b)
+        try storage.commit(roots: [b.byID.root, b.bySequence.root],
+                           metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence, logHead: offset,
+                                                                 logLength: pending.length))
+        let commit = storage.latestCommit
+        let snapshot = DocumentSnapshot(
+            storage: storage,
+            byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
+            bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
+            pending: pending, lastSequence: b.lastSequence, commitOffset: commit.offset)
+        install(snapshot)
+        return snapshot
+    }
+
+    /// Throws when a failed write discarded uncommitted chunks since `b` began (``WriteBatch/discardsAtStart``).
+    private func checkNothingDiscarded(since b: WriteBatch) throws {
+        guard storage.discardCount == b.discardsAtStart else {
+            throw SofaError(.ioError, "the batch lost uncommitted data to an earlier failed write (its error "
+                            + "was reported to a call inside the batch); nothing of the batch was committed",
+                            path: storage.path)
+        }
     }
 
     /// Ends the batch in progress, discarding everything it wrote.
@@ -356,13 +448,14 @@ extension DocumentFile {
     /// Stores a new state of document `id` in the batch under the next sequence, its tree pruned.
     ///
     /// - Returns: the record as stored.
-    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
+    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?, storedFlags: UInt8) throws -> DocumentRecord {
         guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
-        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence))
+        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence,
+                                                storedFlags: storedFlags))
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
         if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
             try batch.handOff()
@@ -389,9 +482,9 @@ extension DocumentFile {
     }
 
     /// The writer's view of `id`: the batch's state when one is open, else the newest commit.
-    func currentRecord(_ id: [UInt8]) throws -> (record: DocumentRecord, storedSequence: UInt64?)? {
+    func currentRecord(_ id: [UInt8]) throws -> WriteBatch.Current? {
         if let batch { return try batch.record(id, forEdit: true) }
-        return try committedSnapshot().record(id).map { ($0, $0.sequence) }
+        return try committedSnapshot().record(id).map { ($0, $0.sequence, $0.documentFlags) }
     }
 }
 

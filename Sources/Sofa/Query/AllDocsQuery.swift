@@ -46,7 +46,9 @@ extension Query {
                                                          into output: consuming Output) throws -> Output {
         // Without a filter, every by-ID row is output in includeDeleted mode, so the tree skips with its
         // stored counts instead of reading the skipped rows.
-        let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil ? skip : 0
+        // (Not through pending changes: the tree's counts do not count them.)
+        let treeSkip = allDocsMode == .includeDeleted && postFilter == nil && keys == nil
+            && snapshot.pending.isEmpty ? skip : 0
         var collector = AllDocsCollector(skip: skip - treeSkip, limit: limit, filter: postFilter, source: source,
                                          keyIsSequence: allDocsMode == .bySequence, output: output)
         if !collector.isFull {
@@ -59,6 +61,13 @@ extension Query {
                 // CPU overlaps (at 1M documents the leaves are ~200 MB, and an entry's first touch is a cache
                 // miss), then the entries are offered.
                 let range = try idRange()
+                guard snapshot.pending.isEmpty else {
+                    // Pending changes go in between the tree's entries: entry by entry.
+                    try snapshot.forEachByID(in: range, descending: descending) { leaf, i in
+                        try offerEntry(leaf: leaf, index: i, source: source, to: &collector)
+                    }
+                    return collector.output
+                }
                 try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
                     try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { flags in
                         let first = span.lowerBound
@@ -132,7 +141,7 @@ extension Query {
         let (low, lowInclusive, high, highInclusive) = try bounds(Query.sequenceNumber)
         let range = KeyRange(lower: low.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: lowInclusive) },
                              upper: high.map { KeyBound(DocumentFile.sequenceKey($0), inclusive: highInclusive) })
-        try snapshot.bySequence.forEach(in: range, descending: descending) { _, id in
+        try snapshot.forEachBySequence(in: range, descending: descending) { _, id in
             try offerSequenceEntry(idBytes: id, source: source, to: &collector)
         }
     }
@@ -140,12 +149,10 @@ extension Query {
     /// Offers the by-ID entry of the ID a by-sequence entry names.
     private func offerSequenceEntry<Output>(idBytes: UnsafeRawBufferPointer, source: RowSource,
                                             to collector: inout AllDocsCollector<Output>) throws -> Bool {
-        guard let slice = try source.snapshot.byID.value(for: idBytes) else {
+        guard let entry = try source.snapshot.entry(for: idBytes) else {
             throw SofaError(.corruption, "by-sequence entry names a document missing from by-ID",
                             path: source.snapshot.path)
         }
-        // Caching the leaf (the default), the slice always holds the decoded node.
-        guard let entry = slice.entry else { preconditionFailure("a cached lookup returned an undecoded leaf") }
         return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
     }
 
@@ -157,16 +164,12 @@ extension Query {
             let more: Bool
             if allDocsMode == .bySequence {
                 let sequence = try Query.sequenceNumber(key)!
-                guard let id = try snapshot.bySequence.get(DocumentFile.sequenceKey(sequence)) else { continue }
+                guard let id = try snapshot.documentID(atSequence: sequence) else { continue }
                 more = try id.withUnsafeBytes { try offerSequenceEntry(idBytes: $0, source: source, to: &collector) }
             } else {
                 let id = try Query.idBytes(key)!
                 more = try id.withUnsafeBytes { idBytes in
-                    guard let slice = try snapshot.byID.value(for: idBytes) else { return true }
-                    // Caching the leaf (the default), the slice always holds the decoded node.
-                    guard let entry = slice.entry else {
-                        preconditionFailure("a cached lookup returned an undecoded leaf")
-                    }
+                    guard let entry = try snapshot.entry(for: idBytes) else { return true }
                     return try offerEntry(leaf: entry.node, index: entry.index, source: source, to: &collector)
                 }
             }

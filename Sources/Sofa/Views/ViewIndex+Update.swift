@@ -242,7 +242,7 @@ extension ViewIndex {
                                     try mapEntry(UnsafeRawBufferPointer(rebasing: bytes[entry]))
                                 } else {
                                     // Scattered lookups, each leaf read once: kept out of the node cache.
-                                    try byID.withValue(for: id, cachingLeaf: false, mapEntry)
+                                    try snapshot.withEntry(for: id, reader: byID, cachingLeaf: false, mapEntry)
                                 }
                                 if let previousBack {
                                     let back = readers.reader(WorkerReaders.previousBackIndex, of: previousBack)
@@ -266,10 +266,11 @@ extension ViewIndex {
                                     budget: ViewIndex.sortBudget.load(ordering: .relaxed), system: storage.system)
         let backBuilder = TreeBuilder(file: storage, configuration: backConfiguration)
         let documents = try mapInBatches(from: snapshot, mapper: mapper, feed: { add in
-            try snapshot.byID.forEach { id, entry in
+            try snapshot.forEachByID { leaf, i in
+                let entry = leaf.value(i)
                 // Deleted documents emit nothing; their summary byte says so without decoding the record.
                 if entry.first.map({ $0 & DocumentRecord.flagDeleted != 0 }) == true { return true }
-                try add(id, entry)
+                try add(leaf.key(i), entry)
                 return true
             }
         }, write: { pending in
@@ -331,7 +332,7 @@ extension ViewIndex {
         // previous back-index entry is the one in `current`, whichever batch it is in; and no two documents'
         // actions share a key, so a pass may hold several batches.
         let documents = try mapInBatches(from: snapshot, mapper: mapper, previousBack: current.backIndex, feed: { add in
-            try snapshot.bySequence.forEach(in: range) { _, id in
+            try snapshot.forEachBySequence(in: range) { _, id in
                 try add(id, nil)
                 return true
             }

@@ -74,7 +74,8 @@ extension ViewIndex {
             }
             let last = snapshot.header.lastSequence
             var mapped = MappedChunk()
-            try documents.byID.forEach { idBytes, entry in
+            try documents.forEachByID { leaf, i in
+                let idBytes = leaf.key(i), entry = leaf.value(i)
                 let id = Array(idBytes)
                 let name = String(decoding: id, as: UTF8.self)
                 let record = try DocumentRecord(decoding: entry, path: documents.path)

@@ -106,6 +106,26 @@ package final class Node: @unchecked Sendable {
         (sharedPrefixLength, keyHeads) = Node.computeKeyHeads(payload, layout)
     }
 
+    /// A leaf that lives only in memory, holding `entries` (keys strictly ascending, at least one): what a
+    /// reader merges with a tree's own leaves when entries are committed outside the tree (the document file's
+    /// commit log, FORMAT.md §10.1.7). Encoded as a stored leaf's payload (§8), so it reads like one.
+    package static func inMemoryLeaf(_ entries: [(key: [UInt8], value: [UInt8])]) -> Node {
+        precondition(!entries.isEmpty, "a leaf holds at least one entry")
+        var bytes: [UInt8] = []
+        bytes.appendVarint(UInt64(entries.count))
+        for e in entries {
+            bytes.appendVarint(UInt64(e.key.count))
+            bytes.append(contentsOf: e.key)
+            bytes.appendVarint(UInt64(e.value.count))
+            bytes.append(contentsOf: e.value)
+        }
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: bytes.count, alignment: 8)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        let payload = ChunkPayload(taking: memory, count: bytes.count, offset: 0, kind: .leaf, fileLength: 0)
+        // Cannot fail: the bytes were just encoded with every length right.
+        return try! Node(payload: payload, isLeaf: true, path: "(memory)")
+    }
+
     /// The entries of a leaf chunk's `payload` as views of it (valid while it lives), into `entries` (emptied
     /// first, its capacity kept): for a caller that walks a leaf once, without the entry layout and key heads a
     /// node builds for searching it. Validated as ``init(payload:isLeaf:path:)`` validates a leaf.

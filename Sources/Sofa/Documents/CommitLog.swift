@@ -1,0 +1,345 @@
+import SofaStorage
+import Synchronization
+
+/// One document's change as a log record carries it (FORMAT.md §10.1.7): its ID, its new by-ID entry, and
+/// what the trees held for it, so that a reader can hide the trees' by-sequence entry it supersedes and correct
+/// the trees' counts without reading them.
+struct LogEntry: Sendable {
+    let id: [UInt8]
+    /// The document's by-ID value (FORMAT.md §10.1.1), as ``DocumentRecord/encoded()`` writes it.
+    let record: [UInt8]
+    /// The sequence in `record`.
+    let sequence: UInt64
+    /// The document's sequence in the trees (its by-sequence entry there), or nil when the trees lack it.
+    let storedSequence: UInt64?
+    /// The document flags of the trees' by-ID entry (0 when the trees lack it).
+    let storedFlags: UInt8
+}
+
+/// The small commits made since the last commit that rewrote the trees: their documents, merged, as readers
+/// see them on top of the trees (FORMAT.md §10.1.7).
+///
+/// A commit of a few documents (``PendingChanges/deltaLimit``) does not rewrite a path in each tree (~170,000
+/// instructions and ~11 KiB at a million documents, BENCHMARKS.md §3): it appends one log record naming its
+/// changes and the previous record, and a commit header whose roots are the trees' as they were. Readers look
+/// here before the trees; the next commit that has to rewrite the trees anyway, or that finds the chain at its
+/// bounds, folds every pending change into them at once. Immutable: each commit makes a new one.
+final class PendingChanges: Sendable {
+    /// Changed documents by ascending ID (one entry per document: a later change replaces an earlier one).
+    let entries: [LogEntry]
+    /// Indices into `entries` by ascending new sequence: the pending part of the changes feed.
+    let bySequence: [Int]
+    /// The trees' by-sequence entries the pending changes supersede, ascending: a scan of the trees skips them.
+    let hiddenSequences: [UInt64]
+    /// The offset of the newest log record, 0 when there is none.
+    let head: UInt64
+    /// Log records in the chain.
+    let length: Int
+    /// Bytes of the pending entries (IDs and records), which bound the merge each new record costs.
+    let bytes: Int
+    /// The by-ID counts less the trees': what the pending changes add and take away.
+    let liveDelta: Int64, deletedDelta: Int64, conflictedDelta: Int64
+    /// Pending documents the trees do not hold at all (by-ID rows beyond the tree's count).
+    let addedRows: UInt64
+    /// The entries as an in-memory leaf, for callers that hand rows out as (leaf, index): made on first use.
+    private let leafCache = Mutex<Node?>(nil)
+
+    /// No pending changes: the trees are the whole state.
+    static let none = PendingChanges(entries: [], head: 0, length: 0)
+
+    /// A commit of at most this many documents may be a log record instead of a rewrite of the trees.
+    static let deltaLimit = 16
+    /// A chain is folded into the trees by the commit that would make it longer than this many records…
+    static let maximumLength = 128
+    /// …or hold more than this many bytes of entries (each commit copies the merged entries once).
+    static let maximumBytes = 128 << 10
+
+    private init(entries: [LogEntry], head: UInt64, length: Int) {
+        self.entries = entries
+        self.head = head
+        self.length = length
+        bySequence = entries.indices.sorted { entries[$0].sequence < entries[$1].sequence }
+        hiddenSequences = entries.compactMap(\.storedSequence).sorted()
+        var bytes = 0, live: Int64 = 0, deleted: Int64 = 0, conflicted: Int64 = 0, added: UInt64 = 0
+        for e in entries {
+            bytes += e.id.count + e.record.count
+            let flags = e.record[0]
+            if flags & DocumentRecord.flagDeleted != 0 { deleted += 1 } else { live += 1 }
+            if flags & DocumentRecord.flagConflicted != 0 { conflicted += 1 }
+            if e.storedSequence != nil {
+                if e.storedFlags & DocumentRecord.flagDeleted != 0 { deleted -= 1 } else { live -= 1 }
+                if e.storedFlags & DocumentRecord.flagConflicted != 0 { conflicted -= 1 }
+            } else {
+                added += 1
+            }
+        }
+        self.bytes = bytes
+        liveDelta = live
+        deletedDelta = deleted
+        conflictedDelta = conflicted
+        addedRows = added
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// These changes with a newer log record's on top: `changes` (ascending IDs) replace or join the entries.
+    func applying(_ changes: [LogEntry], head: UInt64) -> PendingChanges {
+        var merged: [LogEntry] = []
+        merged.reserveCapacity(entries.count + changes.count)
+        var i = 0
+        for c in changes {
+            while i < entries.count, compareArrays(entries[i].id, c.id) < 0 {
+                merged.append(entries[i])
+                i += 1
+            }
+            if i < entries.count, compareArrays(entries[i].id, c.id) == 0 { i += 1 }  // replaced
+            merged.append(c)
+        }
+        merged.append(contentsOf: entries[i...])
+        return PendingChanges(entries: merged, head: head, length: length + 1)
+    }
+
+    /// Whether a record of `changes` more documents (`bytes` of IDs and records) may join the chain.
+    func admits(documents: Int, bytes: Int) -> Bool {
+        documents <= PendingChanges.deltaLimit && length < PendingChanges.maximumLength
+            && self.bytes + bytes <= PendingChanges.maximumBytes
+    }
+
+    /// The index of `id` in `entries`.
+    func index(of id: UnsafeRawBufferPointer) -> Int? {
+        var low = 0, high = entries.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let order = entries[mid].id.withUnsafeBytes { compareBytes($0, id) }
+            if order == 0 { return mid }
+            if order < 0 { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
+    func index(of id: [UInt8]) -> Int? {
+        id.withUnsafeBytes { index(of: $0) }
+    }
+
+    /// Whether the trees' by-sequence entry `sequence` is superseded by a pending change.
+    func hides(_ sequence: UInt64) -> Bool {
+        var low = 0, high = hiddenSequences.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            if hiddenSequences[mid] == sequence { return true }
+            if hiddenSequences[mid] < sequence { low = mid + 1 } else { high = mid - 1 }
+        }
+        return false
+    }
+
+    /// The pending document with new sequence `sequence`.
+    func entry(atSequence sequence: UInt64) -> LogEntry? {
+        var low = 0, high = bySequence.count - 1
+        while low <= high {
+            let mid = (low + high) / 2
+            let e = entries[bySequence[mid]]
+            if e.sequence == sequence { return e }
+            if e.sequence < sequence { low = mid + 1 } else { high = mid - 1 }
+        }
+        return nil
+    }
+
+    /// The entries as a leaf node whose entry i is `entries[i]` (ID → by-ID value); nil when there are none.
+    var leaf: Node? {
+        guard !entries.isEmpty else { return nil }
+        return leafCache.withLock { cached in
+            if let cached { return cached }
+            let node = Node.inMemoryLeaf(entries.map { (key: $0.id, value: $0.record) })
+            cached = node
+            return node
+        }
+    }
+
+    // MARK: - Log records (FORMAT.md §10.1.7)
+
+    /// The first byte of every log record's payload.
+    static let recordFormat: UInt8 = 1
+
+    /// A log record's payload: `entries` (ascending IDs, at least one) after the record at `previous`.
+    static func encodeRecord(_ entries: [LogEntry], previous: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(16 + entries.reduce(0) { $0 + $1.id.count + $1.record.count + 16 })
+        out.append(recordFormat)
+        out.appendVarint(previous)
+        out.appendVarint(UInt64(entries.count))
+        for e in entries {
+            out.appendVarint(UInt64(e.id.count))
+            out.append(contentsOf: e.id)
+            if let stored = e.storedSequence {
+                out.appendVarint(stored + 1)
+                out.append(e.storedFlags)
+            } else {
+                out.appendVarint(0)
+            }
+            out.appendVarint(UInt64(e.record.count))
+            out.append(contentsOf: e.record)
+        }
+        return out
+    }
+
+    /// Decodes a log record's payload: the previous record's offset and the entries.
+    static func decodeRecord(_ bytes: UnsafeRawBufferPointer, offset: UInt64,
+                             path: String) throws -> (previous: UInt64, entries: [LogEntry]) {
+        var r = ByteReader(bytes, fileOffset: offset + UInt64(FileFormat.chunkPrefixSize), path: path)
+        let format = try r.readByte()
+        guard format == recordFormat else {
+            throw r.corruption("document log record of format \(format); this build reads \(recordFormat)")
+        }
+        let previous = try r.readVarint()
+        let count = try r.readLength(limit: bytes.count)
+        guard count > 0 else { throw r.corruption("document log record without entries") }
+        var entries: [LogEntry] = []
+        entries.reserveCapacity(count)
+        for _ in 0..<count {
+            let id = Array(try r.readLengthPrefixed())
+            guard !id.isEmpty, id.count <= DocumentFile.maximumIDLength else {
+                throw r.corruption("document log record names an ID of \(id.count) bytes")
+            }
+            if let last = entries.last, compareArrays(last.id, id) >= 0 {
+                throw r.corruption("document log record's IDs are not in ascending order")
+            }
+            let stored = try r.readVarint()
+            let storedFlags = stored == 0 ? 0 : try r.readByte()
+            let recordAt = r.position
+            let record = try r.readLengthPrefixed()
+            let decoded = try DocumentRecord(decoding: record, path: path,
+                                             offset: offset + UInt64(FileFormat.chunkPrefixSize + recordAt))
+            entries.append(LogEntry(id: id, record: Array(record), sequence: decoded.sequence,
+                                    storedSequence: stored == 0 ? nil : stored - 1, storedFlags: storedFlags))
+        }
+        guard r.isAtEnd else { throw r.corruption("document log record has \(r.remaining) bytes after its entries") }
+        return (previous, entries)
+    }
+
+    /// The pending changes of `commit`: its log chain (`head`, `length` records), read back to front and
+    /// applied front to back. Each record must lie before the commit header and before the record after it.
+    static func read(head: UInt64, length: Int, commit: CommitHeader, storage: StorageFile) throws -> PendingChanges {
+        guard head != 0 else { return .none }
+        var records: [[LogEntry]] = []
+        var offset = head
+        var limit = commit.offset
+        while offset != 0 {
+            guard offset < limit, records.count < length else {
+                throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) is broken at \(offset) "
+                                + "(\(records.count) of \(length) records read)", path: storage.path,
+                                offset: Int(clamping: offset))
+            }
+            let payload = try storage.readChunk(at: offset, kind: .value, limit: commit.endOffset)
+            let (previous, entries) = try payload.withUnsafeBytes {
+                try decodeRecord($0, offset: offset, path: storage.path)
+            }
+            records.append(entries)
+            limit = offset
+            offset = previous
+        }
+        guard records.count == length else {
+            throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) has \(records.count) records; "
+                            + "its header says \(length)", path: storage.path, offset: Int(clamping: commit.offset))
+        }
+        var pending = PendingChanges.none
+        for entries in records.reversed() { pending = pending.applying(entries, head: head) }
+        return pending
+    }
+}
+
+// MARK: - Reading the trees through the pending changes
+
+extension DocumentSnapshot {
+    /// The by-ID entry of `id` as a leaf and index: a pending change's (in ``PendingChanges/leaf``) or the
+    /// tree's. For callers that hand rows out undecoded.
+    func entry(for id: UnsafeRawBufferPointer) throws -> (node: Node, index: Int)? {
+        if let i = pending.index(of: id), let leaf = pending.leaf { return (leaf, i) }
+        guard let slice = try byID.value(for: id) else { return nil }
+        // Caching the leaf (the default), the slice always holds the decoded node.
+        guard let entry = slice.entry else { preconditionFailure("a cached lookup returned an undecoded leaf") }
+        return entry
+    }
+
+    /// Calls `body` with the by-ID value of `id` (nil when absent), read in place; a tree leaf it reads is left
+    /// out of the node cache when `cachingLeaf` is false.
+    func withEntry<R>(for id: UnsafeRawBufferPointer, reader: BTreeReader? = nil, cachingLeaf: Bool = true,
+                      _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
+        if let i = pending.index(of: id) { return try pending.entries[i].record.withUnsafeBytes { try body($0) } }
+        if let reader { return try reader.withValue(for: id, cachingLeaf: cachingLeaf, body) }
+        if let slice = try byID.value(for: id, cachingLeaf: cachingLeaf) { return try slice.withUnsafeBytes(body) }
+        return try body(nil)
+    }
+
+    /// Every by-ID entry in `range`, as leaf and index, in ID order (descending when asked): the tree's, with the
+    /// pending changes put in their places (a pending change of a document the tree holds replaces its entry).
+    /// Stop by returning false.
+    func forEachByID(in range: KeyRange = .all, descending: Bool = false,
+                     _ body: (_ leaf: Node, _ index: Int) throws -> Bool) throws {
+        guard let leaf = pending.leaf else {
+            return try byID.forEachEntry(in: range, descending: descending, body)
+        }
+        var mine = (0..<leaf.count).filter { range.contains(leaf.key($0)) }
+        if descending { mine.reverse() }
+        var next = 0
+        var stopped = false
+        try byID.forEachEntry(in: range, descending: descending) { node, i in
+            let key = node.key(i)
+            while next < mine.count {
+                let order = compareBytes(leaf.key(mine[next]), key)
+                if descending ? order < 0 : order > 0 { break }
+                let p = mine[next]
+                next += 1
+                if try !body(leaf, p) {
+                    stopped = true
+                    return false
+                }
+                if order == 0 { return true }  // the pending change replaced this entry
+            }
+            if try !body(node, i) {
+                stopped = true
+                return false
+            }
+            return true
+        }
+        while !stopped, next < mine.count {
+            if try !body(leaf, mine[next]) { return }
+            next += 1
+        }
+    }
+
+    /// Every by-sequence entry in `range` (keys as ``DocumentFile/sequenceKey(_:)``), in sequence order
+    /// (descending when asked): the tree's but those the pending changes superseded, then the pending changes',
+    /// whose sequences are all newer. Stop by returning false.
+    func forEachBySequence(in range: KeyRange = .all, descending: Bool = false,
+                           _ body: (_ sequence: UInt64, _ id: UnsafeRawBufferPointer) throws -> Bool) throws {
+        func pendingPart() throws -> Bool {
+            let order = descending ? Array(pending.bySequence.reversed()) : pending.bySequence
+            for i in order {
+                let e = pending.entries[i]
+                let key = DocumentFile.sequenceKey(e.sequence)
+                guard key.withUnsafeBytes({ range.contains($0) }) else { continue }
+                if try !e.id.withUnsafeBytes({ try body(e.sequence, $0) }) { return false }
+            }
+            return true
+        }
+        if descending, try !pendingPart() { return }
+        var stopped = false
+        try bySequence.forEach(in: range, descending: descending) { key, id in
+            let sequence = try DocumentFile.sequence(fromKey: key, path: path)
+            if pending.hides(sequence) { return true }
+            if try !body(sequence, id) {
+                stopped = true
+                return false
+            }
+            return true
+        }
+        if !descending, !stopped { _ = try pendingPart() }
+    }
+
+    /// The ID of the document whose latest change has `sequence`, or nil.
+    func documentID(atSequence sequence: UInt64) throws -> [UInt8]? {
+        if let e = pending.entry(atSequence: sequence) { return e.id }
+        if pending.hides(sequence) { return nil }
+        return try bySequence.get(DocumentFile.sequenceKey(sequence))
+    }
+}
