@@ -70,6 +70,21 @@ import Testing
                 ["offset", "kind", "level", "entries", "bytes", "raw", "first", "key", "last", "key"])
     }
 
+    /// Small commits are log records (FORMAT.md §10.1.7): `--tree` lists them after the by-ID tree's nodes.
+    @Test func treeListsTheCommitLog() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(30), batch: 10)
+        let objects = try Tool.run(["dump", path, "--tree", "--json"]).jsonLines()
+        let log = objects.filter { $0["log"] != nil }
+        #expect(objects.filter { $0["kind"] as? String == "leaf" }.isEmpty, "three commits of 10: no tree nodes")
+        #expect(log.map { $0["entries"] as? Int } == [10, 10, 10])
+        #expect(log.map { $0["firstKey"] as? String } == ["doc00020", "doc00010", "doc00000"])
+        #expect(log[0]["previous"] as? Int == log[1]["offset"] as? Int && log[2]["previous"] as? Int == 0)
+        let table = try Tool.run(["dump", path, "--tree"])
+        #expect(table.lines.contains("docs/log: 3 records of changes not yet in the trees, newest first"))
+        #expect(try Tool.run(["dump", path, "--tree", "--by-seq", "--json"]).jsonLines().allSatisfy { $0["log"] == nil })
+    }
+
     @Test func headersWalkTheCommitChain() throws {
         let dir = Tool.Directory()
         let path = try Tool.database(in: dir, Tool.documents(30), batch: 10)

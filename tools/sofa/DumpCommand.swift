@@ -63,6 +63,7 @@ struct DumpCommand: ParsableCommand {
             try dumpTree(file: "docs", name: bySequence ? "by-sequence" : "by-id", numeric: bySequence) {
                 try db.forEachNode(bySequence: bySequence, $0)
             }
+            if !bySequence { try dumpLog(db) }
         } else if bySequence {
             try dumpChanges(db)
         } else {
@@ -150,6 +151,28 @@ struct DumpCommand: ParsableCommand {
             Output.table(["offset", "kind", "level", "entries", "bytes", "raw", "first key", "last key"], rows,
                          leftAligned: [1, 6, 7])
         }
+    }
+
+    /// The newest commit's log records (FORMAT.md §10.1.7), newest first: the changes the by-ID tree does not
+    /// hold yet.
+    private func dumpLog(_ db: Database) throws {
+        let records = try db.logRecords()
+        if arguments.json {
+            for r in records {
+                Output.json(["file": "docs", "log": "record", "offset": number(r.offset),
+                             "previous": number(r.previous), "entries": number(r.entries),
+                             "bytes": number(r.storedBytes),
+                             "firstKey": JSON(printableKey(r.firstID)),
+                             "lastKey": JSON(printableKey(r.lastID))])
+            }
+            return
+        }
+        guard !records.isEmpty else { return }
+        Output.line("docs/log: \(records.count) records of changes not yet in the trees, newest first")
+        Output.table(["offset", "previous", "entries", "bytes", "first key", "last key"], records.map { r in
+            [String(r.offset), String(r.previous), String(r.entries), String(r.storedBytes),
+             printableKey(r.firstID), printableKey(r.lastID)]
+        }, leftAligned: [4, 5])
     }
 
     /// `roots` names the commit's two roots' row counts in the table.

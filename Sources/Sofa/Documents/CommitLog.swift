@@ -216,33 +216,53 @@ final class PendingChanges: Sendable {
         return (previous, entries)
     }
 
-    /// The pending changes of `commit`: its log chain (`head`, `length` records), read back to front and
-    /// applied front to back. Each record must lie before the commit header and before the record after it.
-    static func read(head: UInt64, length: Int, commit: CommitHeader, storage: StorageFile) throws -> PendingChanges {
-        guard head != 0 else { return .none }
-        var records: [[LogEntry]] = []
+    /// One log record of a chain, as read back.
+    struct Record {
+        /// The record's value chunk.
+        let offset: UInt64
+        /// Bytes the chunk takes in the file, prefix included.
+        let storedBytes: Int
+        /// The previous record's offset, 0 for the chain's first.
+        let previous: UInt64
+        let entries: [LogEntry]
+    }
+
+    /// The log records of `commit`'s chain (`head`, `length` records), newest first. Each record must lie
+    /// before the commit header and before the record after it, and there must be exactly `length` of them.
+    static func records(head: UInt64, length: Int, commit: CommitHeader, storage: StorageFile) throws -> [Record] {
+        var records: [Record] = []
         var offset = head
         var limit = commit.offset
         while offset != 0 {
             guard offset < limit, records.count < length else {
-                throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) is broken at \(offset) "
-                                + "(\(records.count) of \(length) records read)", path: storage.path,
+                throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) is broken at "
+                                + "\(offset) (\(records.count) of \(length) records read)", path: storage.path,
                                 offset: Int(clamping: offset))
             }
             let payload = try storage.readChunk(at: offset, kind: .value, limit: commit.endOffset)
             let (previous, entries) = try payload.withUnsafeBytes {
                 try decodeRecord($0, offset: offset, path: storage.path)
             }
-            records.append(entries)
+            records.append(Record(offset: offset, storedBytes: payload.fileLength, previous: previous,
+                                  entries: entries))
             limit = offset
             offset = previous
         }
         guard records.count == length else {
-            throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) has \(records.count) records; "
-                            + "its header says \(length)", path: storage.path, offset: Int(clamping: commit.offset))
+            throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) has \(records.count) "
+                            + "records; its header says \(length)", path: storage.path,
+                            offset: Int(clamping: commit.offset))
         }
+        return records
+    }
+
+    /// The pending changes of `commit`: its log chain (``records(head:length:commit:storage:)``) applied oldest
+    /// first.
+    static func read(head: UInt64, length: Int, commit: CommitHeader, storage: StorageFile) throws -> PendingChanges {
+        guard head != 0 else { return .none }
+        let records = try records(head: head, length: length, commit: commit, storage: storage)
         var pending = PendingChanges.none
-        for entries in records.reversed() { pending = pending.applying(entries, head: head) }
+        for record in records.reversed() { pending = pending.applying(record.entries, head: head) }
         return pending
     }
 }

@@ -80,6 +80,23 @@ extension Database {
         try (bySequence ? snapshot.bySequence : snapshot.byID).forEachNode(body)
     }
 
+    /// The newest commit's log records (FORMAT.md §10.1.7), newest first: empty when the trees hold every
+    /// document.
+    ///
+    /// - Throws: ``SofaError`` — `.corruption` when a record of the chain does not read.
+    package func logRecords() throws -> [LogRecordSummary] {
+        let snapshot = try readSnapshot()
+        let commit = snapshot.storage.latestCommit
+        let metadata = try DocumentFile.metadata(in: commit, path: snapshot.path)
+        guard metadata.logHead != 0 else { return [] }
+        return try PendingChanges.records(head: metadata.logHead, length: metadata.logLength, commit: commit,
+                                          storage: snapshot.storage).map {
+            LogRecordSummary(offset: $0.offset, previous: $0.previous, entries: $0.entries.count,
+                             storedBytes: $0.storedBytes, firstID: $0.entries.first?.id ?? [],
+                             lastID: $0.entries.last?.id ?? [])
+        }
+    }
+
     /// The document file's commits, newest first (at most `limit`), each with the last sequence it recorded
     /// (nil when its metadata does not decode).
     ///
@@ -90,4 +107,19 @@ extension Database {
             ($0, try? DocumentFile.lastSequence(in: $0, path: snapshot.path))
         }
     }
+}
+
+/// One record of the document file's commit log, for `sofa dump --tree` (FORMAT.md §10.1.7).
+package struct LogRecordSummary: Sendable {
+    /// The record's value chunk.
+    package var offset: UInt64
+    /// The previous record's offset, 0 for the chain's first.
+    package var previous: UInt64
+    /// Documents the record changes.
+    package var entries: Int
+    /// Bytes of the chunk in the file, prefix included.
+    package var storedBytes: Int
+    /// The smallest and largest document ID it changes.
+    package var firstID: [UInt8]
+    package var lastID: [UInt8]
 }

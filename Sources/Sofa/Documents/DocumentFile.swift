@@ -13,9 +13,13 @@ import Synchronization
 /// sees many bodies at once (field names repeat from document to document); larger ones are value chunks of
 /// their own. Commit metadata: a version byte and the last sequence.
 ///
+/// A commit of a few documents does not rewrite the trees: it appends a log record of its changes, and the
+/// records since the trees were last rewritten are the commit's ``PendingChanges``, which readers see on top of
+/// the trees (FORMAT.md §10.1.7, `CommitLog.swift`); a larger commit folds them into the trees.
+///
 /// Readers take a ``DocumentSnapshot`` of a commit and never wait. The writer (serialized by ``Database``)
-/// works in a ``WriteBatch``: an in-memory overlay of changed documents over working copies of the trees,
-/// flushed into the trees when it grows and at commit. Invariant: every by-ID entry's sequence has exactly one
+/// works in a ``WriteBatch``: an in-memory overlay of changed documents over the pending changes and working
+/// copies of the trees, flushed into the trees when it grows and at commit (or logged, when small). Invariant: every by-ID entry's sequence has exactly one
 /// by-sequence entry naming that document, and no other by-sequence entry exists (``verify()`` checks it).
 final class DocumentFile: @unchecked Sendable {
     /// The file kind recorded in the docs file header: "DOCS" read as a little-endian u32.

@@ -6,7 +6,8 @@ import SofaStorage
 ///
 /// Documents are changed in the overlay, so a batch of N puts touches each tree once, in one sorted pass
 /// (``BTree/modified(by:)``), instead of rewriting a path per put. The overlay is flushed into the working
-/// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit. Nothing is visible to
+/// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit — unless the batch is small
+/// enough to commit as a log record (``logEntries()``, FORMAT.md §10.1.7). Nothing is visible to
 /// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
 /// appended since the last commit.
 ///
