@@ -3,8 +3,9 @@ import Synchronization
 
 /// One document's change as a log record carries it (FORMAT.md §10.1.7): its ID, its new by-ID entry, and
 /// what the trees held for it, so that a reader can hide the trees' by-sequence entry it supersedes and correct
-/// the trees' counts without reading them.
-struct LogEntry: Sendable {
+/// the trees' counts without reading them. A class: each commit's ``PendingChanges`` shares the entries of the
+/// one before, one reference count each.
+final class LogEntry: Sendable {
     let id: [UInt8]
     /// The document's by-ID value (FORMAT.md §10.1.1), as ``DocumentRecord/encoded()`` writes it.
     let record: [UInt8]
@@ -14,6 +15,27 @@ struct LogEntry: Sendable {
     let storedSequence: UInt64?
     /// The document flags of the trees' by-ID entry (0 when the trees lack it).
     let storedFlags: UInt8
+
+    init(id: [UInt8], record: [UInt8], sequence: UInt64, storedSequence: UInt64?, storedFlags: UInt8) {
+        self.id = id
+        self.record = record
+        self.sequence = sequence
+        self.storedSequence = storedSequence
+        self.storedFlags = storedFlags
+    }
+
+    /// What the entry adds to the trees' counts (live, deleted, conflicted, rows): its record's, less the
+    /// trees' entry's it replaces.
+    var countDelta: (live: Int64, deleted: Int64, conflicted: Int64, rows: Int64) {
+        func counts(_ flags: UInt8) -> (Int64, Int64, Int64) {
+            (flags & DocumentRecord.flagDeleted != 0 ? 0 : 1, flags & DocumentRecord.flagDeleted != 0 ? 1 : 0,
+             flags & DocumentRecord.flagConflicted != 0 ? 1 : 0)
+        }
+        let new = counts(record[0])
+        guard storedSequence != nil else { return (new.0, new.1, new.2, 1) }
+        let old = counts(storedFlags)
+        return (new.0 - old.0, new.1 - old.1, new.2 - old.2, 0)
+    }
 }
 
 /// The small commits made since the last commit that rewrote the trees: their documents, merged, as readers
@@ -23,12 +45,13 @@ struct LogEntry: Sendable {
 /// instructions and ~11 KiB at a million documents, BENCHMARKS.md §3): it appends one log record naming its
 /// changes and the previous record, and a commit header whose roots are the trees' as they were. Readers look
 /// here before the trees; the next commit that has to rewrite the trees anyway, or that finds the chain at its
-/// bounds, folds every pending change into them at once. Immutable: each commit makes a new one.
+/// bounds, folds every pending change into them at once. Immutable: each commit makes a new one from the one
+/// before (``applying(_:head:)``), sharing its entries.
 final class PendingChanges: Sendable {
     /// Changed documents by ascending ID (one entry per document: a later change replaces an earlier one).
     let entries: [LogEntry]
-    /// Indices into `entries` by ascending new sequence: the pending part of the changes feed.
-    let bySequence: [Int]
+    /// The same entries by ascending new sequence: the pending part of the changes feed.
+    let bySequence: [LogEntry]
     /// The trees' by-sequence entries the pending changes supersede, ascending: a scan of the trees skips them.
     let hiddenSequences: [UInt64]
     /// The offset of the newest log record, 0 when there is none.
@@ -45,58 +68,85 @@ final class PendingChanges: Sendable {
     private let leafCache = Mutex<Node?>(nil)
 
     /// No pending changes: the trees are the whole state.
-    static let none = PendingChanges(entries: [], head: 0, length: 0)
+    static let none = PendingChanges(entries: [], bySequence: [], hiddenSequences: [], head: 0, length: 0,
+                                     bytes: 0, deltas: (0, 0, 0, 0))
 
     /// A commit of at most this many documents may be a log record instead of a rewrite of the trees.
     static let deltaLimit = 16
     /// A chain is folded into the trees by the commit that would make it longer than this many records…
     static let maximumLength = 128
-    /// …or hold more than this many bytes of entries (each commit copies the merged entries once).
+    /// …or hold more than this many bytes of entries.
     static let maximumBytes = 128 << 10
 
-    private init(entries: [LogEntry], head: UInt64, length: Int) {
+    private init(entries: [LogEntry], bySequence: [LogEntry], hiddenSequences: [UInt64], head: UInt64,
+                 length: Int, bytes: Int, deltas: (live: Int64, deleted: Int64, conflicted: Int64, rows: Int64)) {
         self.entries = entries
+        self.bySequence = bySequence
+        self.hiddenSequences = hiddenSequences
         self.head = head
         self.length = length
-        bySequence = entries.indices.sorted { entries[$0].sequence < entries[$1].sequence }
-        hiddenSequences = entries.compactMap(\.storedSequence).sorted()
-        var bytes = 0, live: Int64 = 0, deleted: Int64 = 0, conflicted: Int64 = 0, added: UInt64 = 0
-        for e in entries {
-            bytes += e.id.count + e.record.count
-            let flags = e.record[0]
-            if flags & DocumentRecord.flagDeleted != 0 { deleted += 1 } else { live += 1 }
-            if flags & DocumentRecord.flagConflicted != 0 { conflicted += 1 }
-            if e.storedSequence != nil {
-                if e.storedFlags & DocumentRecord.flagDeleted != 0 { deleted -= 1 } else { live -= 1 }
-                if e.storedFlags & DocumentRecord.flagConflicted != 0 { conflicted -= 1 }
-            } else {
-                added += 1
-            }
-        }
         self.bytes = bytes
-        liveDelta = live
-        deletedDelta = deleted
-        conflictedDelta = conflicted
-        addedRows = added
+        liveDelta = deltas.live
+        deletedDelta = deltas.deleted
+        conflictedDelta = deltas.conflicted
+        addedRows = UInt64(deltas.rows)
     }
 
     var isEmpty: Bool { entries.isEmpty }
 
-    /// These changes with a newer log record's on top: `changes` (ascending IDs) replace or join the entries.
+    /// These changes with a newer log record's on top: `changes` (ascending IDs, sequences newer than every
+    /// pending one) replace or join the entries. O(pending) reference copies, O(changes × log pending) searches.
     func applying(_ changes: [LogEntry], head: UInt64) -> PendingChanges {
         var merged: [LogEntry] = []
         merged.reserveCapacity(entries.count + changes.count)
-        var i = 0
+        var replaced: [LogEntry] = []
+        var next = 0
         for c in changes {
-            while i < entries.count, compareArrays(entries[i].id, c.id) < 0 {
-                merged.append(entries[i])
-                i += 1
+            // Where `c` goes among the entries not yet copied: a binary search, then the run before it in one copy.
+            var low = next, high = entries.count
+            while low < high {
+                let mid = (low + high) / 2
+                if compareArrays(entries[mid].id, c.id) < 0 { low = mid + 1 } else { high = mid }
             }
-            if i < entries.count, compareArrays(entries[i].id, c.id) == 0 { i += 1 }  // replaced
+            merged.append(contentsOf: entries[next..<low])
+            next = low
+            if next < entries.count, compareArrays(entries[next].id, c.id) == 0 {
+                replaced.append(entries[next])
+                next += 1
+            }
             merged.append(c)
         }
-        merged.append(contentsOf: entries[i...])
-        return PendingChanges(entries: merged, head: head, length: length + 1)
+        merged.append(contentsOf: entries[next...])
+
+        var bySequence = self.bySequence
+        var hidden = hiddenSequences
+        var bytes = self.bytes
+        var deltas = (live: liveDelta, deleted: deletedDelta, conflicted: conflictedDelta, rows: Int64(addedRows))
+        for old in replaced {
+            if let i = bySequence.firstIndex(where: { $0 === old }) { bySequence.remove(at: i) }
+            if let s = old.storedSequence, let i = hidden.firstIndex(of: s) { hidden.remove(at: i) }
+            bytes -= old.id.count + old.record.count
+            let d = old.countDelta
+            deltas = (deltas.live - d.live, deltas.deleted - d.deleted, deltas.conflicted - d.conflicted,
+                      deltas.rows - d.rows)
+        }
+        for c in changes.sorted(by: { $0.sequence < $1.sequence }) {
+            bySequence.append(c)
+            if let s = c.storedSequence {
+                var low = 0, high = hidden.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if hidden[mid] < s { low = mid + 1 } else { high = mid }
+                }
+                hidden.insert(s, at: low)
+            }
+            bytes += c.id.count + c.record.count
+            let d = c.countDelta
+            deltas = (deltas.live + d.live, deltas.deleted + d.deleted, deltas.conflicted + d.conflicted,
+                      deltas.rows + d.rows)
+        }
+        return PendingChanges(entries: merged, bySequence: bySequence, hiddenSequences: hidden, head: head,
+                              length: length + 1, bytes: bytes, deltas: deltas)
     }
 
     /// Whether a record of `changes` more documents (`bytes` of IDs and records) may join the chain.
@@ -137,7 +187,7 @@ final class PendingChanges: Sendable {
         var low = 0, high = bySequence.count - 1
         while low <= high {
             let mid = (low + high) / 2
-            let e = entries[bySequence[mid]]
+            let e = bySequence[mid]
             if e.sequence == sequence { return e }
             if e.sequence < sequence { low = mid + 1 } else { high = mid - 1 }
         }
@@ -334,8 +384,7 @@ extension DocumentSnapshot {
                            _ body: (_ sequence: UInt64, _ id: UnsafeRawBufferPointer) throws -> Bool) throws {
         func pendingPart() throws -> Bool {
             let order = descending ? Array(pending.bySequence.reversed()) : pending.bySequence
-            for i in order {
-                let e = pending.entries[i]
+            for e in order {
                 let key = DocumentFile.sequenceKey(e.sequence)
                 guard key.withUnsafeBytes({ range.contains($0) }) else { continue }
                 if try !e.id.withUnsafeBytes({ try body(e.sequence, $0) }) { return false }

@@ -42,6 +42,8 @@ final class WriteBatch {
         /// Emptied once applied, so that the records are freed on the flush thread, not the writer's.
         private(set) var changes: Changes
         let sorted: Bool
+        /// The log's pending changes the chunk writes into the trees too (the batch's first chunk only).
+        private(set) var logged: [LogEntry]
         var byID: BTree
         var bySequence: BTree
         var error: (any Error)?
@@ -50,9 +52,11 @@ final class WriteBatch {
         let largestID: [UInt8]?
         let done = DispatchGroup()
 
-        init(changes: Changes, sorted: Bool, byID: BTree, bySequence: BTree, largestID: [UInt8]?) {
+        init(changes: Changes, sorted: Bool, logged: [LogEntry], byID: BTree, bySequence: BTree,
+             largestID: [UInt8]?) {
             self.changes = changes
             self.sorted = sorted
+            self.logged = logged
             self.byID = byID
             self.bySequence = bySequence
             self.largestID = largestID
@@ -60,9 +64,13 @@ final class WriteBatch {
 
         /// Applies the chunk (on the flush thread).
         func run() {
-            defer { changes = [] }
+            defer {
+                changes = []
+                logged = []
+            }
             do {
-                (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, byID: byID, bySequence: bySequence)
+                (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, logged: logged, byID: byID,
+                                                          bySequence: bySequence)
             } catch {
                 self.error = error
             }
@@ -72,8 +80,8 @@ final class WriteBatch {
     var byID: BTree
     var bySequence: BTree
     /// The commit log's pending changes the batch started from, consulted after the overlay and before the
-    /// trees. The first flush or hand-off moves them into the overlay (``absorbBase()``): from then on the
-    /// trees take them, and the batch's commit rewrites the trees instead of adding a log record.
+    /// trees. The first flush or hand-off writes them into the trees with the overlay (``unloggedBase()``,
+    /// as they are encoded): from then on the batch's commit rewrites the trees instead of adding a log record.
     private(set) var base: PendingChanges
     /// Whether the batch has changed the working trees (flushed or handed off a chunk).
     private(set) var touchedTrees = false
@@ -223,7 +231,7 @@ final class WriteBatch {
         join()
         if let failure { throw failure }
         guard !changes.isEmpty else { return }
-        try absorbBase()
+        let logged = unloggedBase()
         var largest: [UInt8]?
         do {
             largest = try largestStoredID()
@@ -236,9 +244,11 @@ final class WriteBatch {
         if !changesAreSorted {
             for c in changes where compareArrays(c.id, top) > 0 { top = c.id }
         }
+        if let last = logged.last, compareArrays(last.id, top) > 0 { top = last.id }
         if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
-        let job = FlushJob(changes: changes, sorted: changesAreSorted, byID: byID, bySequence: bySequence,
-                           largestID: largest)
+        let job = FlushJob(changes: changes, sorted: changesAreSorted, logged: logged, byID: byID,
+                           bySequence: bySequence, largestID: largest)
+        base = .none
         touchedTrees = true
         index = [:]
         changes = []
@@ -255,13 +265,14 @@ final class WriteBatch {
         join()
         if chunkLost, let failure { throw failure }
         if let failure { throw failure }
-        try absorbBase()
-        guard !changes.isEmpty else { return }
+        let logged = unloggedBase()
+        guard !changes.isEmpty || !logged.isEmpty else { return }
         touchedTrees = true
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
-            (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, byID: byID,
+            (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, logged: logged, byID: byID,
                                                       bySequence: bySequence)
+            base = .none
         } catch {
             failure = error
             throw error
@@ -275,22 +286,11 @@ final class WriteBatch {
     /// Documents in the overlay.
     var pendingCount: Int { changes.count }
 
-    /// Moves the log's pending changes into the overlay, where the next flush writes them into the trees with
-    /// the batch's own (a document the batch changed keeps the batch's state, and the trees' sequence its
-    /// base entry recorded). Afterwards the batch can only commit by rewriting the trees.
-    private func absorbBase() throws {
-        guard !base.isEmpty else { return }
-        let entries = base.entries
-        base = .none
-        do {
-            for e in entries where position(of: e.id) == nil {
-                let record = try e.record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: byID.file.path) }
-                setPending(e.id, Pending(record: record, storedSequence: e.storedSequence, storedFlags: e.storedFlags))
-            }
-        } catch {
-            failure = failure ?? error
-            throw error
-        }
+    /// The log's pending changes the overlay does not supersede: what a flush writes into the trees besides
+    /// the overlay (a document in both keeps the overlay's state, whose stored sequence came from its pending
+    /// change). Written as they are encoded, without decoding their records.
+    private func unloggedBase() -> [LogEntry] {
+        base.entries.filter { position(of: $0.id) == nil }
     }
 
     /// The batch's changes as a log record's entries (ascending IDs), if the batch may commit as one: it has
@@ -347,26 +347,34 @@ final class WriteBatch {
         pendingBytes += id.count + 64
     }
 
-    /// The trees with `changes` applied: one sorted batch per tree.
-    static func apply(_ changes: Changes, sorted: Bool, byID: BTree,
+    /// The trees with `changes` and the log's `logged` entries (ascending IDs, none of them in `changes`)
+    /// applied: one sorted batch per tree.
+    static func apply(_ changes: Changes, sorted: Bool, logged: [LogEntry] = [], byID: BTree,
                       bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
-        let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
+        // (ID, by-ID value, new sequence, stored sequence) of every document, overlay and log alike.
+        var items: [(id: [UInt8], value: [UInt8], sequence: UInt64, stored: UInt64?)] = []
+        items.reserveCapacity(changes.count + logged.count)
+        for (id, p) in changes { items.append((id, p.record.encoded(), p.record.sequence, p.storedSequence)) }
+        if !logged.isEmpty || !sorted {
+            for e in logged { items.append((e.id, e.record, e.sequence, e.storedSequence)) }
+            items.sort { compareArrays($0.id, $1.id) < 0 }
+        }
         var byIDActions: [BTreeAction] = []
-        byIDActions.reserveCapacity(ordered.count)
+        byIDActions.reserveCapacity(items.count)
         var removed: [UInt64] = []
         var added: [(UInt64, [UInt8])] = []
-        added.reserveCapacity(ordered.count)
-        for (id, p) in ordered {
-            byIDActions.append(.put(id, p.record.encoded()))
-            if let old = p.storedSequence, old != p.record.sequence { removed.append(old) }
-            added.append((p.record.sequence, id))
+        added.reserveCapacity(items.count)
+        for item in items {
+            byIDActions.append(.put(item.id, item.value))
+            if let old = item.stored, old != item.sequence { removed.append(old) }
+            added.append((item.sequence, item.id))
         }
         removed.sort()
         added.sort { $0.0 < $1.0 }
         // Every new sequence is above every stored one, so removals then additions are ascending.
         var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
         bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
-        let compress: Bool? = ordered.count <= WriteBatch.rawFlushLimit ? false : nil
+        let compress: Bool? = items.count <= WriteBatch.rawFlushLimit ? false : nil
         return (try byID.modified(by: byIDActions, compress: compress),
                 try bySequence.modified(by: bySequenceActions, compress: compress))
     }

@@ -160,6 +160,34 @@ import Testing
         expectSound(db)
     }
 
+    /// A pipelined batch (chunks applied on the flush thread) writes the pending changes into the trees with its
+    /// first chunk; reads inside the batch see them before, during and after.
+    @Test func aPipelinedBatchFoldsTheLogWithItsFirstChunk() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<100 { try db.put(Self.body(i), id: "m-\(1000 + i)") } }
+        for i in 0..<5 { try db.put(Self.body(i), id: "a-\(i)") }
+        let updated = try db.put(["v": 2], id: "m-1050", rev: db.document(id: "m-1050")!.revisionID)
+        #expect(try db.readSnapshot().pending.entries.count == 6)
+        try db.inBatch {
+            #expect(try db.document(id: "a-3")?.userProperties == Self.body(3))
+            for i in 0..<(3 * WriteBatch.pipelineChunk + 10) {
+                try db.put(Self.body(i), id: "z-\(10_000 + i)")
+                if i == WriteBatch.pipelineChunk + 5 {
+                    #expect(try db.document(id: "a-3")?.userProperties == Self.body(3))
+                    #expect(try db.document(id: "m-1050")?.revisionID == updated.revisionID)
+                }
+            }
+            #expect(db.documents.batch?.chunksHandedOff ?? 0 >= 2)
+        }
+        #expect(try db.readSnapshot().pending.isEmpty)
+        #expect(try db.document(id: "a-4")?.userProperties == Self.body(4))
+        #expect(try db.document(id: "m-1050")?.userProperties == ["v": 2])
+        #expect(db.documentCount == 105 + 3 * WriteBatch.pipelineChunk + 10)
+        #expect(try db.changes(since: 100).prefix(6).map(\.documentID) == ["a-0", "a-1", "a-2", "a-3", "a-4", "m-1050"])
+        expectSound(db)
+    }
+
     /// Compaction writes the pending changes into the new file's trees; the compacted file has no log.
     @Test func compactionFoldsTheLog() throws {
         let dir = TemporaryDatabaseDirectory()
