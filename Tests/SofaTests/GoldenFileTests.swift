@@ -27,7 +27,7 @@ import Testing
         return path
     }
 
-    @Test(arguments: ["v1", "v2"])
+    @Test(arguments: ["v1", "v2", "v2-log"])
     func opensReadOnlyAnswersQueriesAndVerifies(version: String) throws {
         let dir = TemporaryDatabaseDirectory("sofa-golden")
         let path = try Self.copy(version, into: dir)
@@ -91,6 +91,35 @@ import Testing
         // Genres of the live tracks with their summed durations (GoldenV1.check lists the rows behind them).
         #expect(try query.run().map { "\($0.key)" } == ["[\"Jazz\"]", "[\"Pop\"]", "[\"Rock\"]"])
         try db.close()
+    }
+
+    /// v2-log is format version 2 whose newest docs commit has a commit log (docs metadata version 2, FORMAT.md
+    /// §10.1.4, §10.1.7): the generator's last writes are single-document commits.
+    @Test func v2LogHasACommitLog() throws {
+        let dir = TemporaryDatabaseDirectory("sofa-golden")
+        let path = try Self.copy("v2-log", into: dir)
+        let db = try Database(path: path, options: DatabaseOptions(readOnly: true))
+        #expect(db.documents.storage.latestCommit.metadata.first == 2)
+        let pending = try db.readSnapshot().pending
+        #expect(pending.length > 0 && !pending.entries.isEmpty)
+        try db.close()
+        // Writable: compaction folds the log, and the answers stay.
+        let writer = try Database(path: path, options: testOptions())
+        _ = try writer.compact()
+        #expect(try writer.readSnapshot().pending.isEmpty)
+        try GoldenV1.check(writer)
+        expectSound(writer)
+        try writer.close()
+    }
+
+    /// Writes `v2-log/music.sofa`: the v1 generator's data made by a build with the docs commit log, whose last
+    /// single-document commits leave a log chain in the newest commit.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["SOFA_GOLDEN_WRITE"] == "2-log"))
+    func writeV2Log() throws {
+        let path = Self.fixtures + "/v2-log/music.sofa"
+        #expect(!FileManager.default.fileExists(atPath: path), "v2-log/ exists: golden files are never regenerated")
+        try FileManager.default.createDirectory(atPath: Self.fixtures + "/v2-log", withIntermediateDirectories: true)
+        try GoldenV1.generate(at: path)
     }
 
     /// Writes `v2/music.sofa`: the v1 generator's data, made by format version 2, plus a grouped query on a
