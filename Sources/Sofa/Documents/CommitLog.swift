@@ -149,9 +149,10 @@ final class PendingChanges: Sendable {
                               length: length + 1, bytes: bytes, deltas: deltas)
     }
 
-    /// Whether a record of `changes` more documents (`bytes` of IDs and records) may join the chain.
-    func admits(documents: Int, bytes: Int) -> Bool {
-        documents <= PendingChanges.deltaLimit && length < PendingChanges.maximumLength
+    /// Whether a record of `documents` more documents (`bytes` of IDs and records) may join the chain, which
+    /// may be at most `maximumLength` records long (at most ``maximumLength``; tests fold more often).
+    func admits(documents: Int, bytes: Int, maximumLength: Int = PendingChanges.maximumLength) -> Bool {
+        documents <= PendingChanges.deltaLimit && length < min(maximumLength, PendingChanges.maximumLength)
             && self.bytes + bytes <= PendingChanges.maximumBytes
     }
 

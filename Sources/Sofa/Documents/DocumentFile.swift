@@ -47,6 +47,9 @@ final class DocumentFile: @unchecked Sendable {
 
     /// The batch in progress. Touched only by the thread holding the database's write lock.
     var batch: WriteBatch?
+    /// The longest log chain commits make before folding it (FORMAT.md §10.1.7): the format's bound, which
+    /// tests lower to fold often. Touched only under the database's write lock.
+    var logLengthLimit = PendingChanges.maximumLength
     /// The snapshot of the newest commit readers last asked for (``committedSnapshot()``). Kept here, not with
     /// the file: the snapshot holds its file, and a file holding it back would never be released.
     private let newestSnapshot = Lock<DocumentSnapshot?>(nil)

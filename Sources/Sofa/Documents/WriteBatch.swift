@@ -295,7 +295,7 @@ final class WriteBatch {
 
     /// The batch's changes as a log record's entries (ascending IDs), if the batch may commit as one: it has
     /// not touched the trees, and the chain admits that many more documents (``PendingChanges/admits``).
-    func logEntries() -> [LogEntry]? {
+    func logEntries(maximumLength: Int) -> [LogEntry]? {
         guard !touchedTrees, inFlight == nil, !changes.isEmpty, changes.count <= PendingChanges.deltaLimit else {
             return nil
         }
@@ -307,7 +307,7 @@ final class WriteBatch {
             return LogEntry(id: id, record: record, sequence: state.record.sequence,
                             storedSequence: state.storedSequence, storedFlags: state.storedFlags)
         }
-        return base.admits(documents: entries.count, bytes: bytes) ? entries : nil
+        return base.admits(documents: entries.count, bytes: bytes, maximumLength: maximumLength) ? entries : nil
     }
 
     /// Where `id` is in `changes`, if it is there.
@@ -403,7 +403,7 @@ extension DocumentFile {
         }
         do {
             if let failure = b.failure { throw failure }
-            if let entries = b.logEntries() {
+            if let entries = b.logEntries(maximumLength: logLengthLimit) {
                 return (b.startSequence + 1, b.lastSequence, try commitLogRecord(entries, of: b))
             }
             try b.flush()

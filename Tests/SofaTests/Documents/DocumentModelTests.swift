@@ -14,6 +14,10 @@ import Testing
         ["d\(i)", "é\(i)", "z-\(i)", "雨\(i)", "😀\(i)", "D\(i)"][i % 6]
     }
 
+    /// Commit log chains fold at this length here (the format allows 128), so that folds of every kind of
+    /// pending change — updates, deletions, conflicts, documents changed again — happen often.
+    static let logLengthLimit = 6
+
     @Test func randomOperationsAgainstModel() throws {
         for seed in SeededRandom.testSeeds {
             try run(seed: seed, operations: 2000)
@@ -29,6 +33,8 @@ import Testing
         var operations = 0
         /// What the run exercised, so a test that stopped doing anything fails.
         var batches = 0, aborted = 0, reopens = 0, conflictsSeen = 0, prunedSeen = 0
+        /// Reopens that read a commit log back, and commits that folded one into the trees (FORMAT.md §10.1.7).
+        var reopenedLogs = 0, folds = 0
 
         init(seed: UInt64, path: String) throws {
             random = SeededRandom(seed: seed)
@@ -37,6 +43,7 @@ import Testing
             model = DocumentModel(depth: 4)
             self.path = path
             db = try Database(path: path, options: testOptions(revisionTreeDepth: 4))
+            db.documents.logLengthLimit = DocumentModelTests.logLengthLimit
         }
 
         var context: String { "\(random.replayHint), operation \(operations)" }
@@ -116,6 +123,7 @@ import Testing
     func run(seed: UInt64, operations: Int) throws {
         let dir = TemporaryDatabaseDirectory()
         let r = try Runner(seed: seed, path: dir.database())
+        var pendingLength = 0
         while r.operations < operations {
             switch Int.random(in: 0..<100, using: &r.random) {
             case 0..<70:
@@ -140,10 +148,15 @@ import Testing
                 }
             default:
                 expectSound(r.db, r.context)
+                if try !r.db.readSnapshot().pending.isEmpty { r.reopenedLogs += 1 }
                 try r.db.close()
                 r.reopens += 1
                 r.db = try Database(path: r.path, options: testOptions(revisionTreeDepth: 4))
+                r.db.documents.logLengthLimit = Self.logLengthLimit
             }
+            let pendingBefore = pendingLength
+            pendingLength = try r.db.readSnapshot().pending.length
+            if pendingBefore > 0 && pendingLength == 0 { r.folds += 1 }
             try check(r.db, against: r.model, r.context)
             r.conflictsSeen += r.model.docs.values.filter { r.model.liveLeaves($0).count > 1 }.isEmpty ? 0 : 1
             r.prunedSeen += r.model.docs.values.contains { $0.revisions.values.contains { $0.parent == nil } &&
@@ -151,6 +164,7 @@ import Testing
         }
         expectSound(r.db, r.context)
         #expect(r.batches > 50 && r.aborted > 10 && r.reopens > 10, "\(r.context)")
+        #expect(r.reopenedLogs > 5 && r.folds > 20, "\(r.context): \(r.reopenedLogs) logs reopened, \(r.folds) folds")
         #expect(r.conflictsSeen > 100 && r.prunedSeen > 100 && r.model.docs.count > 80, "\(r.context)")
     }
 
