@@ -133,11 +133,11 @@ extension DocumentFile {
                 return true
             }
             var revisions = record.tree.revisions
-            for i in revisions.indices {
-                guard case .chunk(let offset) = revisions[i].body else { continue }
+            for r in revisions.indices {
+                guard case .chunk(let offset) = revisions[r].body else { continue }
                 let body = try snapshot.storage.readChunk(at: offset, kind: .value, limit: snapshot.byID.limit)
                 let copied = try body.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: true) }
-                revisions[i].body = .chunk(offset: copied.offset)
+                revisions[r].body = .chunk(offset: copied.offset)
             }
             let moved = DocumentRecord(sequence: record.sequence, tree: RevisionTree(revisions: revisions))
             try byID.add(key: Array(key), value: moved.encoded())

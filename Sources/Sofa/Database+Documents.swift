@@ -153,10 +153,10 @@ extension Database {
     }
 
     /// Documents that are not deleted, from the by-ID tree's stored counts: O(1).
-    public var documentCount: Int { Int((try? readSnapshot().counts.live) ?? 0) }
+    public var documentCount: Int { Int(clamping: (try? readSnapshot().counts.live) ?? 0) }
 
     /// Deleted documents (tombstones) kept, from the stored counts: O(1).
-    public var deletedDocumentCount: Int { Int((try? readSnapshot().counts.deleted) ?? 0) }
+    public var deletedDocumentCount: Int { Int(clamping: (try? readSnapshot().counts.deleted) ?? 0) }
 
     /// Picks the value given as a parameter or as a special property; both given must agree.
     private static func resolve(_ parameter: String?, _ property: String?, what: String) throws -> String? {

@@ -3,8 +3,8 @@ import Synchronization
 
 /// One document's change as a log record carries it (FORMAT.md §10.1.7): its ID, its new by-ID entry, and
 /// what the trees held for it, so that a reader can hide the trees' by-sequence entry it supersedes and correct
-/// the trees' counts without reading them. A class: each commit's ``PendingChanges`` shares the entries of the
-/// one before, one reference count each.
+/// the trees' counts without reading them. A class, kept alive by its chain's ``LogArena``: each commit's
+/// ``PendingChanges`` lists the entries of the one before without counting references.
 final class LogEntry: Sendable {
     let id: [UInt8]
     /// The document's by-ID value (FORMAT.md §10.1.1), as ``DocumentRecord/encoded()`` writes it.
@@ -27,15 +27,34 @@ final class LogEntry: Sendable {
     /// What the entry adds to the trees' counts (live, deleted, conflicted, rows): its record's, less the
     /// trees' entry's it replaces.
     var countDelta: (live: Int64, deleted: Int64, conflicted: Int64, rows: Int64) {
-        func counts(_ flags: UInt8) -> (Int64, Int64, Int64) {
-            (flags & DocumentRecord.flagDeleted != 0 ? 0 : 1, flags & DocumentRecord.flagDeleted != 0 ? 1 : 0,
-             flags & DocumentRecord.flagConflicted != 0 ? 1 : 0)
-        }
-        let new = counts(record[0])
-        guard storedSequence != nil else { return (new.0, new.1, new.2, 1) }
-        let old = counts(storedFlags)
-        return (new.0 - old.0, new.1 - old.1, new.2 - old.2, 0)
+        let new = DocumentCountReducer.Counts(flags: record[0])
+        guard storedSequence != nil else { return (Int64(new.live), Int64(new.deleted), Int64(new.conflicted), 1) }
+        let old = DocumentCountReducer.Counts(flags: storedFlags)
+        return (Int64(new.live) - Int64(old.live), Int64(new.deleted) - Int64(old.deleted),
+                Int64(new.conflicted) - Int64(old.conflicted), 0)
     }
+}
+
+/// The first index in `0..<count` at which `isBelow` is false, for a predicate true up to some index and false
+/// from there on (a binary search over a sorted collection).
+private func lowerBound(_ count: Int, _ isBelow: (Int) -> Bool) -> Int {
+    var low = 0, high = count
+    while low < high {
+        let mid = (low + high) / 2
+        if isBelow(mid) { low = mid + 1 } else { high = mid }
+    }
+    return low
+}
+
+/// Keeps every entry of one chain alive while any of the chain's ``PendingChanges`` lives: they list entries as
+/// unowned references, so that making each commit's set copies plain words (no reference counting per entry,
+/// which was ~14,000 instructions of a single-document commit with ~64 entries pending). Only the writer
+/// appends; nothing reads `kept`. Entries a later commit replaced stay until the chain is folded: at most the
+/// chain's bound of bytes (``PendingChanges/maximumBytes`` counts them).
+final class LogArena: @unchecked Sendable {
+    private var kept: [LogEntry] = []
+
+    func keep(_ entry: LogEntry) { kept.append(entry) }
 }
 
 /// The small commits made since the last commit that rewrote the trees: their documents, merged, as readers
@@ -48,17 +67,20 @@ final class LogEntry: Sendable {
 /// bounds, folds every pending change into them at once. Immutable: each commit makes a new one from the one
 /// before (``applying(_:head:)``), sharing its entries.
 final class PendingChanges: Sendable {
-    /// Changed documents by ascending ID (one entry per document: a later change replaces an earlier one).
-    let entries: [LogEntry]
+    /// Changed documents by ascending ID (one entry per document: a later change replaces an earlier one),
+    /// unowned: `arena` keeps them.
+    private let byID: [Unmanaged<LogEntry>]
     /// The same entries by ascending new sequence: the pending part of the changes feed.
-    let bySequence: [LogEntry]
+    private let bySequenceOrder: [Unmanaged<LogEntry>]
+    /// What keeps the entries alive.
+    private let arena: LogArena
     /// The trees' by-sequence entries the pending changes supersede, ascending: a scan of the trees skips them.
     let hiddenSequences: [UInt64]
     /// The offset of the newest log record, 0 when there is none.
     let head: UInt64
     /// Log records in the chain.
     let length: Int
-    /// Bytes of the pending entries (IDs and records), which bound the merge each new record costs.
+    /// Bytes of the chain's entries (IDs and records), replaced ones included: what its arena holds.
     let bytes: Int
     /// The by-ID counts less the trees': what the pending changes add and take away.
     let liveDelta: Int64, deletedDelta: Int64, conflictedDelta: Int64
@@ -68,8 +90,8 @@ final class PendingChanges: Sendable {
     private let leafCache = Mutex<Node?>(nil)
 
     /// No pending changes: the trees are the whole state.
-    static let none = PendingChanges(entries: [], bySequence: [], hiddenSequences: [], head: 0, length: 0,
-                                     bytes: 0, deltas: (0, 0, 0, 0))
+    static let none = PendingChanges(byID: [], bySequence: [], arena: LogArena(), hiddenSequences: [], head: 0,
+                                     length: 0, bytes: 0, deltas: (0, 0, 0, 0))
 
     /// A commit of at most this many documents may be a log record instead of a rewrite of the trees.
     static let deltaLimit = 16
@@ -78,10 +100,12 @@ final class PendingChanges: Sendable {
     /// …or hold more than this many bytes of entries.
     static let maximumBytes = 128 << 10
 
-    private init(entries: [LogEntry], bySequence: [LogEntry], hiddenSequences: [UInt64], head: UInt64,
-                 length: Int, bytes: Int, deltas: (live: Int64, deleted: Int64, conflicted: Int64, rows: Int64)) {
-        self.entries = entries
-        self.bySequence = bySequence
+    private init(byID: [Unmanaged<LogEntry>], bySequence: [Unmanaged<LogEntry>], arena: LogArena,
+                 hiddenSequences: [UInt64], head: UInt64, length: Int, bytes: Int,
+                 deltas: (live: Int64, deleted: Int64, conflicted: Int64, rows: Int64)) {
+        self.byID = byID
+        bySequenceOrder = bySequence
+        self.arena = arena
         self.hiddenSequences = hiddenSequences
         self.head = head
         self.length = length
@@ -92,112 +116,112 @@ final class PendingChanges: Sendable {
         addedRows = UInt64(deltas.rows)
     }
 
-    var isEmpty: Bool { entries.isEmpty }
+    /// Whether there are no pending changes: the trees hold everything.
+    var isEmpty: Bool { byID.isEmpty }
+
+    /// Pending documents.
+    var count: Int { byID.count }
+
+    /// Pending document `i` in ID order.
+    func entry(_ i: Int) -> LogEntry { byID[i].takeUnretainedValue() }
+
+    /// The pending documents in ID order.
+    var entries: [LogEntry] { byID.map { $0.takeUnretainedValue() } }
+
+    /// The pending documents in sequence order.
+    var bySequence: [LogEntry] { bySequenceOrder.map { $0.takeUnretainedValue() } }
+
+    /// Whether `entry`'s ID sorts before `id`.
+    private static func precedes(_ entry: Unmanaged<LogEntry>, _ id: [UInt8]) -> Bool {
+        entry._withUnsafeGuaranteedRef { compareArrays($0.id, id) < 0 }
+    }
 
     /// These changes with a newer log record's on top: `changes` (ascending IDs, sequences newer than every
     /// pending one) replace or join the entries. O(pending) reference copies, O(changes × log pending) searches.
     func applying(_ changes: [LogEntry], head: UInt64) -> PendingChanges {
-        var merged: [LogEntry] = []
-        merged.reserveCapacity(entries.count + changes.count)
+        // A fresh chain (after a fold, or the first record read back) gets an arena of its own.
+        let arena = isEmpty ? LogArena() : self.arena
+        var merged: [Unmanaged<LogEntry>] = []
+        merged.reserveCapacity(byID.count + changes.count)
         var replaced: [LogEntry] = []
         var next = 0
         for c in changes {
+            arena.keep(c)
             // Where `c` goes among the entries not yet copied: a binary search, then the run before it in one copy.
-            var low = next, high = entries.count
-            while low < high {
-                let mid = (low + high) / 2
-                if compareArrays(entries[mid].id, c.id) < 0 { low = mid + 1 } else { high = mid }
-            }
-            merged.append(contentsOf: entries[next..<low])
+            let low = next + lowerBound(byID.count - next) { Self.precedes(byID[next + $0], c.id) }
+            merged.append(contentsOf: byID[next..<low])
             next = low
-            if next < entries.count, compareArrays(entries[next].id, c.id) == 0 {
-                replaced.append(entries[next])
+            if next < byID.count, entry(next).id == c.id {
+                replaced.append(entry(next))
                 next += 1
             }
-            merged.append(c)
+            merged.append(Unmanaged.passUnretained(c))
         }
-        merged.append(contentsOf: entries[next...])
+        merged.append(contentsOf: byID[next...])
 
-        var bySequence = self.bySequence
+        var bySequence = bySequenceOrder
         var hidden = hiddenSequences
-        var bytes = self.bytes
         var deltas = (live: liveDelta, deleted: deletedDelta, conflicted: conflictedDelta, rows: Int64(addedRows))
         for old in replaced {
-            if let i = bySequence.firstIndex(where: { $0 === old }) { bySequence.remove(at: i) }
+            if let i = bySequence.firstIndex(where: { $0.toOpaque() == Unmanaged.passUnretained(old).toOpaque() }) {
+                bySequence.remove(at: i)
+            }
             if let s = old.storedSequence, let i = hidden.firstIndex(of: s) { hidden.remove(at: i) }
-            bytes -= old.id.count + old.record.count
             let d = old.countDelta
             deltas = (deltas.live - d.live, deltas.deleted - d.deleted, deltas.conflicted - d.conflicted,
                       deltas.rows - d.rows)
         }
+        var bytes = isEmpty ? 0 : self.bytes
         for c in changes.sorted(by: { $0.sequence < $1.sequence }) {
-            bySequence.append(c)
-            if let s = c.storedSequence {
-                var low = 0, high = hidden.count
-                while low < high {
-                    let mid = (low + high) / 2
-                    if hidden[mid] < s { low = mid + 1 } else { high = mid }
-                }
-                hidden.insert(s, at: low)
-            }
+            bySequence.append(Unmanaged.passUnretained(c))
+            if let s = c.storedSequence { hidden.insert(s, at: lowerBound(hidden.count) { hidden[$0] < s }) }
             bytes += c.id.count + c.record.count
             let d = c.countDelta
             deltas = (deltas.live + d.live, deltas.deleted + d.deleted, deltas.conflicted + d.conflicted,
                       deltas.rows + d.rows)
         }
-        return PendingChanges(entries: merged, bySequence: bySequence, hiddenSequences: hidden, head: head,
-                              length: length + 1, bytes: bytes, deltas: deltas)
+        return PendingChanges(byID: merged, bySequence: bySequence, arena: arena, hiddenSequences: hidden,
+                              head: head, length: length + 1, bytes: bytes, deltas: deltas)
     }
 
-    /// Whether a record of `documents` more documents (`bytes` of IDs and records) may join the chain, which
-    /// may be at most `maximumLength` records long (at most ``maximumLength``; tests fold more often).
-    func admits(documents: Int, bytes: Int, maximumLength: Int = PendingChanges.maximumLength) -> Bool {
-        documents <= PendingChanges.deltaLimit && length < min(maximumLength, PendingChanges.maximumLength)
+    /// Whether a record of `documents` more documents (`bytes` of IDs and records) may join the chain: at most
+    /// ``deltaLimit`` documents, and the chain after it at most `lengthLimit` records (never more than the
+    /// format's ``maximumLength``; tests fold sooner) holding at most ``maximumBytes`` of IDs and records.
+    func admits(documents: Int, bytes: Int, lengthLimit: Int = PendingChanges.maximumLength) -> Bool {
+        documents <= PendingChanges.deltaLimit && length < min(lengthLimit, PendingChanges.maximumLength)
             && self.bytes + bytes <= PendingChanges.maximumBytes
     }
 
-    /// The index of `id` in `entries`.
+    /// The index of `id` in ID order.
     func index(of id: UnsafeRawBufferPointer) -> Int? {
-        var low = 0, high = entries.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let order = entries[mid].id.withUnsafeBytes { compareBytes($0, id) }
-            if order == 0 { return mid }
-            if order < 0 { low = mid + 1 } else { high = mid - 1 }
+        func order(_ i: Int) -> Int {
+            byID[i]._withUnsafeGuaranteedRef { $0.id.withUnsafeBytes { compareBytes($0, id) } }
         }
-        return nil
+        let i = lowerBound(byID.count) { order($0) < 0 }
+        return i < byID.count && order(i) == 0 ? i : nil
     }
 
+    /// The index of `id` in ID order.
     func index(of id: [UInt8]) -> Int? {
         id.withUnsafeBytes { index(of: $0) }
     }
 
     /// Whether the trees' by-sequence entry `sequence` is superseded by a pending change.
     func hides(_ sequence: UInt64) -> Bool {
-        var low = 0, high = hiddenSequences.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            if hiddenSequences[mid] == sequence { return true }
-            if hiddenSequences[mid] < sequence { low = mid + 1 } else { high = mid - 1 }
-        }
-        return false
+        let i = lowerBound(hiddenSequences.count) { hiddenSequences[$0] < sequence }
+        return i < hiddenSequences.count && hiddenSequences[i] == sequence
     }
 
     /// The pending document with new sequence `sequence`.
     func entry(atSequence sequence: UInt64) -> LogEntry? {
-        var low = 0, high = bySequence.count - 1
-        while low <= high {
-            let mid = (low + high) / 2
-            let e = bySequence[mid]
-            if e.sequence == sequence { return e }
-            if e.sequence < sequence { low = mid + 1 } else { high = mid - 1 }
-        }
-        return nil
+        func at(_ i: Int) -> UInt64 { bySequenceOrder[i]._withUnsafeGuaranteedRef { $0.sequence } }
+        let i = lowerBound(bySequenceOrder.count) { at($0) < sequence }
+        return i < bySequenceOrder.count && at(i) == sequence ? bySequenceOrder[i].takeUnretainedValue() : nil
     }
 
-    /// The entries as a leaf node whose entry i is `entries[i]` (ID → by-ID value); nil when there are none.
+    /// The entries as a leaf node whose entry i is ``entry(_:)`` i (ID → by-ID value); nil when there are none.
     var leaf: Node? {
-        guard !entries.isEmpty else { return nil }
+        guard !isEmpty else { return nil }
         return leafCache.withLock { cached in
             if let cached { return cached }
             let node = Node.inMemoryLeaf(entries.map { (key: $0.id, value: $0.record) })
@@ -275,6 +299,7 @@ final class PendingChanges: Sendable {
         let storedBytes: Int
         /// The previous record's offset, 0 for the chain's first.
         let previous: UInt64
+        /// Its entries, ascending IDs.
         let entries: [LogEntry]
     }
 
@@ -307,13 +332,34 @@ final class PendingChanges: Sendable {
         return records
     }
 
-    /// The pending changes of `commit`: its log chain (``records(head:length:commit:storage:)``) applied oldest
-    /// first.
-    static func read(head: UInt64, length: Int, commit: CommitHeader, storage: StorageFile) throws -> PendingChanges {
-        guard head != 0 else { return .none }
-        let records = try records(head: head, length: length, commit: commit, storage: storage)
+    /// The pending changes of `commit`, whose metadata says `metadata`: its log chain
+    /// (``records(head:length:commit:storage:)``) applied oldest first. Beyond what `records` checks, each
+    /// record's sequences must all be newer than the records' before it and at most the commit's last sequence
+    /// (readers put pending changes after the trees' in sequence order), and the chain must hold at most
+    /// ``maximumBytes`` of IDs and records.
+    static func read(_ metadata: DocumentFile.Metadata, commit: CommitHeader,
+                     storage: StorageFile) throws -> PendingChanges {
+        guard metadata.logHead != 0 else { return .none }
+        let records = try records(head: metadata.logHead, length: metadata.logLength, commit: commit,
+                                  storage: storage)
         var pending = PendingChanges.none
-        for record in records.reversed() { pending = pending.applying(record.entries, head: head) }
+        var newest: UInt64 = 0
+        for record in records.reversed() {
+            let sequences = record.entries.map(\.sequence)
+            guard sequences.min()! > newest, sequences.max()! <= metadata.lastSequence else {
+                throw SofaError(.corruption, "document log record at \(record.offset) has sequences "
+                                + "\(sequences.min()!)–\(sequences.max()!), not above \(newest) (its chain's earlier "
+                                + "records) and at most \(metadata.lastSequence) (the commit's last)",
+                                path: storage.path, offset: Int(clamping: record.offset))
+            }
+            newest = sequences.max()!
+            pending = pending.applying(record.entries, head: metadata.logHead)
+        }
+        guard pending.bytes <= maximumBytes else {
+            throw SofaError(.corruption, "document log chain of commit \(commit.commitNumber) holds \(pending.bytes) "
+                            + "bytes of entries; the limit is \(maximumBytes)", path: storage.path,
+                            offset: Int(clamping: metadata.logHead))
+        }
         return pending
     }
 }
@@ -335,7 +381,7 @@ extension DocumentSnapshot {
     /// out of the node cache when `cachingLeaf` is false.
     func withEntry<R>(for id: UnsafeRawBufferPointer, reader: BTreeReader? = nil, cachingLeaf: Bool = true,
                       _ body: (UnsafeRawBufferPointer?) throws -> R) throws -> R {
-        if let i = pending.index(of: id) { return try pending.entries[i].record.withUnsafeBytes { try body($0) } }
+        if let i = pending.index(of: id) { return try pending.entry(i).record.withUnsafeBytes { try body($0) } }
         if let reader { return try reader.withValue(for: id, cachingLeaf: cachingLeaf, body) }
         if let slice = try byID.value(for: id, cachingLeaf: cachingLeaf) { return try slice.withUnsafeBytes(body) }
         return try body(nil)

@@ -85,8 +85,10 @@ extension Database {
     ///
     /// - Throws: ``SofaError`` — `.corruption` when a record of the chain does not read.
     package func logRecords() throws -> [LogRecordSummary] {
-        let snapshot = try readSnapshot()
-        let commit = snapshot.storage.latestCommit
+        try checkOpen()
+        let storage = documents.storage
+        let commit = storage.latestCommit  // the newest commit, read once: its metadata and its chain agree
+        let snapshot = (storage: storage, path: storage.path)
         let metadata = try DocumentFile.metadata(in: commit, path: snapshot.path)
         guard metadata.logHead != 0 else { return [] }
         return try PendingChanges.records(head: metadata.logHead, length: metadata.logLength, commit: commit,
@@ -119,7 +121,8 @@ package struct LogRecordSummary: Sendable {
     package var entries: Int
     /// Bytes of the chunk in the file, prefix included.
     package var storedBytes: Int
-    /// The smallest and largest document ID it changes.
+    /// The smallest document ID it changes.
     package var firstID: [UInt8]
+    /// The largest document ID it changes.
     package var lastID: [UInt8]
 }

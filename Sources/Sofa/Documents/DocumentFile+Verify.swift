@@ -23,7 +23,9 @@ extension DocumentFile {
             for change in snapshot.pending.entries {
                 let name = String(decoding: change.id, as: UTF8.self)
                 let stored = try change.id.withUnsafeBytes { id in
-                    try snapshot.byID.value(for: id).map { try $0.withUnsafeBytes { try RecordSummary(decoding: $0, path: path) } }
+                    try snapshot.byID.value(for: id).map { slice in
+                        try slice.withUnsafeBytes { try RecordSummary(decoding: $0, path: path) }
+                    }
                 }
                 if stored?.sequence != change.storedSequence
                     || (stored != nil && stored!.flags != change.storedFlags) {
@@ -66,8 +68,11 @@ extension DocumentFile {
                 }
                 return true
             }
+            // By sequence, as ``DocumentSnapshot/forEachBySequence`` reads it — the tree's entries but those the log
+            // supersedes, then the log's — written out here so that a malformed tree key is one problem, not the
+            // end of the walk.
             var bySequenceRows = 0
-            try snapshot.forEachBySequence { sequence, value in
+            func check(_ sequence: UInt64, _ value: UnsafeRawBufferPointer) {
                 bySequenceRows += 1
                 let id = Array(value)
                 if sequenceOf[id] != sequence {
@@ -75,8 +80,22 @@ extension DocumentFile {
                     let actual = sequenceOf[id].map { "\($0)" } ?? "no by-ID entry"
                     problem("by-sequence \(sequence) names \"\(name)\", whose by-ID sequence is \(actual)")
                 }
+            }
+            var newestInTree: UInt64 = 0
+            try snapshot.bySequence.forEach { key, value in
+                guard let sequence = try? DocumentFile.sequence(fromKey: key, path: path) else {
+                    problem("by-sequence key of \(key.count) bytes")
+                    return true
+                }
+                newestInTree = max(newestInTree, sequence)
+                if !snapshot.pending.hides(sequence) { check(sequence, value) }
                 return true
             }
+            if let oldest = snapshot.pending.bySequence.first, oldest.sequence <= newestInTree {
+                problem("the log's oldest change has sequence \(oldest.sequence), not above the trees' newest "
+                        + "\(newestInTree)")
+            }
+            for change in snapshot.pending.bySequence { change.id.withUnsafeBytes { check(change.sequence, $0) } }
             if bySequenceRows != sequenceOf.count {
                 problem("by-sequence has \(bySequenceRows) entries for \(sequenceOf.count) documents")
             }

@@ -14,12 +14,13 @@ import Synchronization
 /// their own. Commit metadata: a version byte and the last sequence.
 ///
 /// A commit of a few documents does not rewrite the trees: it appends a log record of its changes, and the
-/// records since the trees were last rewritten are the commit's ``PendingChanges``, which readers see on top of
-/// the trees (FORMAT.md §10.1.7, `CommitLog.swift`); a larger commit folds them into the trees.
+/// records since the trees were last rewritten are the commit's ``PendingChanges``, which readers see on top
+/// of the trees (FORMAT.md §10.1.7, `CommitLog.swift`); a larger commit folds them into the trees.
 ///
 /// Readers take a ``DocumentSnapshot`` of a commit and never wait. The writer (serialized by ``Database``)
 /// works in a ``WriteBatch``: an in-memory overlay of changed documents over the pending changes and working
-/// copies of the trees, flushed into the trees when it grows and at commit (or logged, when small). Invariant: every by-ID entry's sequence has exactly one
+/// copies of the trees, flushed into the trees when it grows and at commit (or logged, when small).
+/// Invariant (of the trees with the pending changes on top): every by-ID entry's sequence has exactly one
 /// by-sequence entry naming that document, and no other by-sequence entry exists (``verify()`` checks it).
 final class DocumentFile: @unchecked Sendable {
     /// The file kind recorded in the docs file header: "DOCS" read as a little-endian u32.
@@ -27,6 +28,8 @@ final class DocumentFile: @unchecked Sendable {
     /// The newest commit metadata format: 2 adds the commit log (FORMAT.md §10.1.4); a commit without a log
     /// is written as version 1, which every earlier build reads.
     static let metadataVersion: UInt8 = 2
+    /// The metadata format of a commit without a log: what builds before the log wrote, and still read.
+    static let metadataVersionWithoutLog: UInt8 = 1
     /// The longest document ID, in UTF-8 bytes.
     static let maximumIDLength = 1024
     /// The uncompressed size inner nodes of both trees are filled to (leaves: 8 KiB by-ID, 4 KiB by-sequence).
@@ -88,20 +91,24 @@ final class DocumentFile: @unchecked Sendable {
         let metadata = try DocumentFile.metadata(in: commit, path: storage.path)
         // Read once per commit this process did not make itself (opening, compaction): the writer hands its
         // own commits' snapshots over with their pending changes (``install(_:)``).
-        let pending = try PendingChanges.read(head: metadata.logHead, length: metadata.logLength, commit: commit,
-                                              storage: storage)
+        let pending = try PendingChanges.read(metadata, commit: commit, storage: storage)
         let snapshot = DocumentSnapshot(
             storage: storage,
             byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
             bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
             pending: pending, lastSequence: metadata.lastSequence, commitOffset: commit.offset)
-        newestSnapshot.withLock { $0 = snapshot }
+        install(snapshot)
         return snapshot
     }
 
-    /// Makes `snapshot`, which the writer built for the commit it just made, the newest commit's snapshot.
+    /// Makes `snapshot` the newest commit's snapshot unless one of a newer commit of the same file is kept
+    /// already (a reader that built its snapshot while the writer committed must not replace the writer's, or
+    /// the next read would read the log chain back from the file).
     func install(_ snapshot: DocumentSnapshot) {
-        newestSnapshot.withLock { $0 = snapshot }
+        newestSnapshot.withLock { cached in
+            if let cached, cached.storage === snapshot.storage, cached.commitOffset > snapshot.commitOffset { return }
+            cached = snapshot
+        }
     }
 
     // MARK: - Commit metadata (FORMAT.md §10.1, "Commit metadata")
@@ -118,7 +125,7 @@ final class DocumentFile: @unchecked Sendable {
 
     /// Version 1 when the trees hold everything (what builds without the log read), else version 2.
     static func encodeMetadata(lastSequence: UInt64, logHead: UInt64 = 0, logLength: Int = 0) -> [UInt8] {
-        var out: [UInt8] = [logHead == 0 ? 1 : 2]
+        var out: [UInt8] = [logHead == 0 ? metadataVersionWithoutLog : metadataVersion]
         out.appendVarint(lastSequence)
         if logHead != 0 {
             out.appendVarint(logHead)
@@ -138,13 +145,13 @@ final class DocumentFile: @unchecked Sendable {
         return try commit.metadata.withUnsafeBytes { bytes in
             var r = ByteReader(bytes, fileOffset: commit.offset, path: path)
             let version = try r.readByte()
-            guard version == 1 || version == metadataVersion else {
-                throw SofaError(.unsupportedFormat,
-                                "document metadata version \(version); this build reads 1 and \(metadataVersion)",
+            guard version == metadataVersionWithoutLog || version == metadataVersion else {
+                throw SofaError(.unsupportedFormat, "document metadata version \(version); this build reads "
+                                + "\(metadataVersionWithoutLog) and \(metadataVersion)",
                                 path: path, offset: Int(clamping: commit.offset))
             }
             var metadata = Metadata(lastSequence: try r.readVarint())
-            if version == 2 {
+            if version == metadataVersion {
                 metadata.logHead = try r.readVarint()
                 let length = try r.readVarint()
                 guard metadata.logHead != 0, length > 0, length <= UInt64(PendingChanges.maximumLength) else {
@@ -204,8 +211,8 @@ final class DocumentSnapshot: Sendable {
     /// The offset of the commit header the snapshot was taken from; 0 for a writer's working state.
     let commitOffset: UInt64
 
-    init(storage: StorageFile, byID: BTree, bySequence: BTree, pending: PendingChanges = .none,
-         lastSequence: UInt64, commitOffset: UInt64 = 0) {
+    init(storage: StorageFile, byID: BTree, bySequence: BTree, pending: PendingChanges, lastSequence: UInt64,
+         commitOffset: UInt64 = 0) {
         self.storage = storage
         self.byID = byID
         self.bySequence = bySequence
@@ -220,9 +227,11 @@ final class DocumentSnapshot: Sendable {
     var counts: DocumentCountReducer.Counts {
         var c = DocumentCountReducer.decode(byID.reduction)
         guard !pending.isEmpty else { return c }
-        c.live = UInt64(Int64(c.live) + pending.liveDelta)
-        c.deleted = UInt64(Int64(c.deleted) + pending.deletedDelta)
-        c.conflicted = UInt64(Int64(c.conflicted) + pending.conflictedDelta)
+        // Wrapping, as the reducer sums: on a damaged file (a log record whose stored flags disagree with the
+        // trees) the counts are wrong, never a trap; verify reports the disagreement.
+        c.live &+= UInt64(bitPattern: pending.liveDelta)
+        c.deleted &+= UInt64(bitPattern: pending.deletedDelta)
+        c.conflicted &+= UInt64(bitPattern: pending.conflictedDelta)
         return c
     }
 
@@ -232,12 +241,9 @@ final class DocumentSnapshot: Sendable {
     /// The by-ID entry of `id`, decoded; its leaf is left out of the node cache when `cachingLeaf` is false
     /// (a view update's scattered lookups).
     func record(_ id: [UInt8], cachingLeaf: Bool = true) throws -> DocumentRecord? {
-        if let i = pending.index(of: id) {
-            return try pending.entries[i].record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
-        }
-        return try id.withUnsafeBytes { key in
-            try byID.value(for: key, cachingLeaf: cachingLeaf).map { slice in
-                try slice.withUnsafeBytes { try DocumentRecord(decoding: $0, path: path) }
+        try id.withUnsafeBytes { key in
+            try withEntry(for: key, cachingLeaf: cachingLeaf) { entry in
+                try entry.map { try DocumentRecord(decoding: $0, path: path) }
             }
         }
     }
@@ -295,11 +301,9 @@ final class DocumentSnapshot: Sendable {
     func document(id: String, revision: RevisionID? = nil) throws -> Document? {
         var key = id
         return try key.withUTF8 { utf8 in
-            if let i = pending.index(of: UnsafeRawBufferPointer(utf8)) {
-                return try pending.entries[i].record.withUnsafeBytes { try document(id: id, entry: $0, revision: revision) }
+            try withEntry(for: UnsafeRawBufferPointer(utf8)) { entry in
+                try entry.map { try document(id: id, entry: $0, revision: revision) } ?? nil
             }
-            guard let slice = try byID.value(for: UnsafeRawBufferPointer(utf8)) else { return nil }
-            return try slice.withUnsafeBytes { try document(id: id, entry: $0, revision: revision) }
         }
     }
 

@@ -327,9 +327,10 @@ struct DocumentCountReducer: Reducer {
     func reduce(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws -> [UInt8] {
         var c = Counts()
         for e in entries {
-            let flags = e.value.first ?? 0
-            if flags & DocumentRecord.flagDeleted != 0 { c.deleted += 1 } else { c.live += 1 }
-            if flags & DocumentRecord.flagConflicted != 0 { c.conflicted += 1 }
+            let one = Counts(flags: e.value.first ?? 0)
+            c.live += one.live
+            c.deleted += one.deleted
+            c.conflicted += one.conflicted
         }
         return DocumentCountReducer.encode(c)
     }
@@ -374,5 +375,14 @@ struct DocumentCountReducer: Reducer {
     static func decode(_ bytes: [UInt8]?) -> Counts {
         guard let bytes, !bytes.isEmpty else { return Counts() }
         return (try? bytes.withUnsafeBytes { try decode($0) }) ?? Counts()
+    }
+}
+
+extension DocumentCountReducer.Counts {
+    /// The counts of one document whose by-ID entry has document flags `flags`.
+    init(flags: UInt8) {
+        self.init()
+        if flags & DocumentRecord.flagDeleted != 0 { deleted = 1 } else { live = 1 }
+        if flags & DocumentRecord.flagConflicted != 0 { conflicted = 1 }
     }
 }

@@ -7,7 +7,7 @@ import SofaStorage
 /// Documents are changed in the overlay, so a batch of N puts touches each tree once, in one sorted pass
 /// (``BTree/modified(by:)``), instead of rewriting a path per put. The overlay is flushed into the working
 /// trees when it grows past ``flushThreshold`` entries or ``flushBytes``, and at commit — unless the batch is small
-/// enough to commit as a log record (``logEntries()``, FORMAT.md §10.1.7). Nothing is visible to
+/// enough to commit as a log record (``logEntries(lengthLimit:)``, FORMAT.md §10.1.7). Nothing is visible to
 /// other threads until ``DocumentFile/commitBatch()`` publishes a commit; a rollback discards every chunk
 /// appended since the last commit.
 ///
@@ -166,7 +166,7 @@ final class WriteBatch {
             return (state.record, state.storedSequence, state.storedFlags)
         }
         if let i = base.index(of: id) {  // (empty once a chunk has been handed off)
-            let e = base.entries[i]
+            let e = base.entry(i)
             let record = try e.record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: byID.file.path) }
             return (record, e.storedSequence, e.storedFlags)
         }
@@ -265,8 +265,10 @@ final class WriteBatch {
         join()
         if chunkLost, let failure { throw failure }
         if let failure { throw failure }
+        // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
+        // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
+        guard !changes.isEmpty else { return }
         let logged = unloggedBase()
-        guard !changes.isEmpty || !logged.isEmpty else { return }
         touchedTrees = true
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
@@ -295,7 +297,7 @@ final class WriteBatch {
 
     /// The batch's changes as a log record's entries (ascending IDs), if the batch may commit as one: it has
     /// not touched the trees, and the chain admits that many more documents (``PendingChanges/admits``).
-    func logEntries(maximumLength: Int) -> [LogEntry]? {
+    func logEntries(lengthLimit: Int) -> [LogEntry]? {
         guard !touchedTrees, inFlight == nil, !changes.isEmpty, changes.count <= PendingChanges.deltaLimit else {
             return nil
         }
@@ -307,7 +309,7 @@ final class WriteBatch {
             return LogEntry(id: id, record: record, sequence: state.record.sequence,
                             storedSequence: state.storedSequence, storedFlags: state.storedFlags)
         }
-        return base.admits(documents: entries.count, bytes: bytes, maximumLength: maximumLength) ? entries : nil
+        return base.admits(documents: entries.count, bytes: bytes, lengthLimit: lengthLimit) ? entries : nil
     }
 
     /// Where `id` is in `changes`, if it is there.
@@ -403,7 +405,7 @@ extension DocumentFile {
         }
         do {
             if let failure = b.failure { throw failure }
-            if let entries = b.logEntries(maximumLength: logLengthLimit) {
+            if let entries = b.logEntries(lengthLimit: logLengthLimit) {
                 return (b.startSequence + 1, b.lastSequence, try commitLogRecord(entries, of: b))
             }
             try b.flush()
@@ -420,11 +422,11 @@ extension DocumentFile {
     /// Commits a small batch as one log record on top of the pending changes, leaving the trees as they are
     /// (FORMAT.md §10.1.7), and makes the new commit's snapshot the newest.
     private func commitLogRecord(_ entries: [LogEntry], of b: WriteBatch) throws -> DocumentSnapshot {
+        try checkNothingDiscarded(since: b)
         let payload = PendingChanges.encodeRecord(entries, previous: b.base.head)
         // Raw: a record is a few hundred bytes, and its commit waits for it.
         let (offset, _) = try payload.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: false) }
         let pending = b.base.applying(entries, head: offset)
-        try checkNothingDiscarded(since: b)
         try storage.commit(roots: [b.byID.root, b.bySequence.root],
                            metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence, logHead: offset,
                                                                  logLength: pending.length))
@@ -490,10 +492,10 @@ extension DocumentFile {
         }
     }
 
-    /// The writer's view of `id`: the batch's state when one is open, else the newest commit.
+    /// The writer's view of `id` in the batch in progress (edits run only inside one).
     func currentRecord(_ id: [UInt8]) throws -> WriteBatch.Current? {
-        if let batch { return try batch.record(id, forEdit: true) }
-        return try committedSnapshot().record(id).map { ($0, $0.sequence, $0.documentFlags) }
+        guard let batch else { preconditionFailure("an edit outside a batch") }
+        return try batch.record(id, forEdit: true)
     }
 }
 

@@ -16,7 +16,7 @@ extension Query {
         let reserved = postFilter == nil ? expected : min(expected, 1 << 16)
         store.reserveCapacity(min(limit ?? Int.max, reserved))
         store = try scanAllDocuments(snapshot, source: source, into: consume store)
-        return QueryEnumerator(store: store, sequenceNumber: snapshot.lastSequence, totalRows: Int(total),
+        return QueryEnumerator(store: store, sequenceNumber: snapshot.lastSequence, totalRows: Int(clamping: total),
                                database: database)
     }
 
@@ -34,7 +34,7 @@ extension Query {
     private func totalRows(_ snapshot: DocumentSnapshot) -> UInt64 {
         let counts = snapshot.counts
         switch allDocsMode {
-        case .includeDeleted: return counts.live + counts.deleted
+        case .includeDeleted: return counts.live &+ counts.deleted  // wrapping: damaged counts must not trap
         case .onlyConflicts: return counts.conflicted
         case .allDocs, .showConflicts, .bySequence: return counts.live
         }

@@ -118,7 +118,8 @@ import Testing
         try db.put(Self.body(998), id: "aaa")
         try db.put(["v": 2], id: "doc-1010", rev: db.document(id: "doc-1010")!.revisionID)
         try db.delete(id: "doc-1020", rev: db.document(id: "doc-1020")!.revisionID)
-        try db.forceInsert(["branch": true], id: "doc-1030", revisionHistory: ["2-ab", db.document(id: "doc-1030")!.revisionID])
+        let base = try #require(try db.document(id: "doc-1030")).revisionID
+        try db.forceInsert(["branch": true], id: "doc-1030", revisionHistory: ["2-ab", base])
         #expect(try db.readSnapshot().pending.entries.count == 12)
 
         func everyAnswer() throws -> [String] {
@@ -128,7 +129,8 @@ import Testing
                     var q = db.createAllDocumentsQuery()
                     q.allDocsMode = mode
                     q.descending = descending
-                    out.append("\(mode) \(descending): " + (try q.run().rows.map { "\($0.key)=\($0.documentID ?? "")" }.joined(separator: ",")))
+                    let all = try q.run().rows.map { "\($0.key)=\($0.documentID ?? "")" }
+                    out.append("\(mode) \(descending): " + all.joined(separator: ","))
                     q.skip = 3
                     q.limit = 7
                     if mode == .bySequence {
@@ -138,14 +140,18 @@ import Testing
                         q.startKey = descending ? "doc-1100" : "doc-1003"
                         q.endKey = descending ? "doc-1003" : "doc-1100"
                     }
-                    out.append("range \(mode) \(descending): " + (try q.run().rows.map { "\($0.documentID ?? "")" }.joined(separator: ",")))
+                    let range = try q.run().rows.map { $0.documentID ?? "" }
+                    out.append("range \(mode) \(descending): " + range.joined(separator: ","))
                     var k = db.createAllDocumentsQuery()
                     k.allDocsMode = mode
-                    k.keys = mode == .bySequence ? [5, 101, 104, 108, 300] : ["aaa", "doc-1007", "doc-1020", "nope", "doc-1030"]
-                    out.append("keys \(mode): " + (try k.run().rows.map { "\($0.documentID ?? "")\($0.conflictingRevisions)" }.joined(separator: ",")))
+                    k.keys = mode == .bySequence ? [5, 101, 104, 108, 300]
+                        : ["aaa", "doc-1007", "doc-1020", "nope", "doc-1030"]
+                    let keyed = try k.run().rows.map { "\($0.documentID ?? "")\($0.conflictingRevisions)" }
+                    out.append("keys \(mode): " + keyed.joined(separator: ","))
                 }
             }
-            out.append("changes: " + (try db.changes(since: 90, limit: 20).map { "\($0.sequence):\($0.documentID)" }.joined(separator: ",")))
+            let changes = try db.changes(since: 90, limit: 20).map { "\($0.sequence):\($0.documentID)" }
+            out.append("changes: " + changes.joined(separator: ","))
             out.append("counts: \(db.documentCount) \(db.deletedDocumentCount)")
             return out
         }
@@ -193,7 +199,10 @@ import Testing
         let dir = TemporaryDatabaseDirectory()
         var db = try Database(path: dir.database(), options: testOptions())
         try db.inBatch { for i in 0..<100 { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
-        for i in 0..<10 { try db.put(Self.body(500 + i), id: "doc-\(1000 + i * 3)", rev: db.document(id: "doc-\(1000 + i * 3)")!.revisionID) }
+        for i in 0..<10 {
+            let id = "doc-\(1000 + i * 3)"
+            try db.put(Self.body(500 + i), id: id, rev: db.document(id: id)!.revisionID)
+        }
         try db.put(Self.body(7), id: "extra")
         let before = try db.changes(since: 0).map { "\($0.sequence) \($0.documentID) \($0.revisionID)" }
         _ = try db.compact()
@@ -239,5 +248,163 @@ import Testing
         let error = try #require(throws: SofaError.self) { _ = try damaged.document(id: "pending") }
         #expect(error.code == .corruption && error.offset == Int(head))
         #expect(try damaged.verify().contains { $0.code == .corruption })
+    }
+
+    /// A view's incremental update reads the changes through the log: an update of a document the trees hold
+    /// (its tree sequence hidden), a deletion and a creation, each one commit; the index equals one rebuilt from
+    /// scratch after every step.
+    @Test func viewUpdatesReadThroughTheLog() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<40 { try db.put(["n": .number(Double(i))], id: "doc-\(1000 + i)") } }
+        let view = db.view(named: "byN")
+        view.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, nil) }, reduce: .count)
+        func rows(_ v: View) throws -> [String] {
+            var q = v.createQuery()
+            q.mapOnly = true
+            return try q.run().map { "\($0.key) \($0.documentID ?? "")" }
+        }
+        _ = try rows(view)
+        let steps: [() throws -> Void] = [
+            { try db.put(["n": 100], id: "doc-1003", rev: db.document(id: "doc-1003")!.revisionID) },
+            { try db.delete(id: "doc-1007", rev: db.document(id: "doc-1007")!.revisionID) },
+            { try db.put(["n": 200], id: "new") },
+            { try db.put(["n": 300], id: "doc-1003", rev: db.document(id: "doc-1003")!.revisionID) },
+        ]
+        for (n, step) in steps.enumerated() {
+            try step()
+            #expect(try db.readSnapshot().pending.length == n + 1)
+            let incremental = try rows(view)
+            let fresh = db.view(named: "fresh\(n)")
+            fresh.setMapReduce(version: "1", map: { doc, emit in emit(doc["n"] ?? nil, nil) }, reduce: .count)
+            #expect(incremental == (try rows(fresh)), "step \(n)")
+            expectSound(view, "step \(n)")
+        }
+        #expect(try rows(view).contains("300.0 doc-1003") || (try rows(view)).contains("300 doc-1003"))
+        expectSound(db)
+    }
+
+    /// A read inside a batch flushes only the batch's own documents: with none yet, the trees stay as they are
+    /// and the batch may still commit a log record.
+    @Test func aReadInsideABatchLeavesTheLogAlone() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<40 { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
+        try db.put(Self.body(40), id: "pending")
+        let roots = try Self.roots(db)
+        try db.inBatch {
+            #expect(db.documentCount == 41)
+            #expect(try db.changes(since: 40).map(\.documentID) == ["pending"])
+            try db.put(Self.body(41), id: "more")
+        }
+        #expect(try Self.roots(db) == roots)
+        #expect(try db.readSnapshot().pending.length == 2)
+        expectSound(db)
+    }
+
+    /// All-documents queries and the changes feed where pending changes hide the trees' entries, with limits
+    /// that stop inside the trees' part and inside the log's.
+    @Test func hiddenSequencesAndLimitsAcrossTheLog() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<30 { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
+        for i in [2, 5, 8, 20] {  // sequences 3, 6, 9 and 21 move to 31…34
+            let id = "doc-\(1000 + i)"
+            try db.put(["v": .number(Double(i))], id: id, rev: db.document(id: id)!.revisionID)
+        }
+        try db.put(Self.body(99), id: "zzz")
+        func sequences(_ keys: [JSON]) throws -> [String] {
+            var q = db.createAllDocumentsQuery()
+            q.allDocsMode = .bySequence
+            q.keys = keys
+            return try q.run().map { $0.documentID ?? "" }
+        }
+        #expect(try sequences([3, 6, 31, 35, 36]) == ["doc-1002", "zzz"])
+        #expect(try db.changes(since: 0, limit: 10).map(\.sequence) == [1, 2, 4, 5, 7, 8, 10, 11, 12, 13])
+        #expect(try db.changes(since: 29, limit: 3).map(\.sequence) == [30, 31, 32])
+        var descending = db.createAllDocumentsQuery()
+        descending.allDocsMode = .bySequence
+        descending.descending = true
+        descending.skip = 2
+        descending.limit = 6
+        #expect(try descending.run().map(\.sequenceNumber) == [33, 32, 31, 30, 29, 28])
+        var ascending = db.createAllDocumentsQuery()
+        ascending.startKey = "doc-1028"
+        ascending.limit = 3
+        #expect(try ascending.run().map { $0.documentID ?? "" } == ["doc-1028", "doc-1029", "zzz"])
+        expectSound(db)
+    }
+
+    /// Verify compares each pending change with the trees it sits on.
+    @Test func verifyFindsALogThatDisagreesWithTheTrees() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<20 { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
+        try db.put(["v": 2], id: "doc-1004", rev: db.document(id: "doc-1004")!.revisionID)
+        expectSound(db)
+        // Replace the trees under the log: doc-1004 now sits at another sequence there.
+        let snapshot = try db.readSnapshot()
+        var record = try #require(try snapshot.byID.get(Array("doc-1004".utf8)).map {
+            try $0.withUnsafeBytes { try DocumentRecord(decoding: $0, path: "test") }
+        })
+        record.sequence = 19
+        let byID = try snapshot.byID.forWriter.modified(by: [.put(Array("doc-1004".utf8), record.encoded())])
+        try db.documents.storage.commit(roots: [byID.root, snapshot.bySequence.root],
+                                        metadata: DocumentFile.encodeMetadata(lastSequence: snapshot.lastSequence,
+                                                                              logHead: snapshot.pending.head,
+                                                                              logLength: snapshot.pending.length))
+        let messages = try db.verify().map(\.message).joined(separator: " | ")
+        #expect(messages.contains("the log's change of \"doc-1004\" supersedes sequence 5"), "\(messages)")
+    }
+
+    /// A log record whose stored flags disagree with the trees (a damaged or crafted file) makes counts wrong,
+    /// never a trap; verify says what is wrong.
+    @Test func countsOfADisagreeingLogWrapInsteadOfTrapping() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        // An empty database: no trees. The record claims to supersede a live document the trees lack.
+        let tree = RevisionTree(first: RevisionID.derived(parent: nil, deleted: true, body: []), deleted: true,
+                                body: .empty)
+        let entry = LogEntry(id: Array("ghost".utf8), record: DocumentRecord(sequence: 1, tree: tree).encoded(),
+                             sequence: 1, storedSequence: 0, storedFlags: 0)
+        let payload = PendingChanges.encodeRecord([entry], previous: 0)
+        let (offset, _) = try payload.withUnsafeBytes {
+            try db.documents.storage.append(kind: .value, payload: $0, compress: false)
+        }
+        try db.documents.storage.commit(roots: [nil, nil], metadata: DocumentFile.encodeMetadata(
+            lastSequence: 1, logHead: offset, logLength: 1))
+        #expect(db.deletedDocumentCount == 1)
+        #expect(db.documents.batch == nil)
+        #expect(db.documentCount == Int.max, "live 0 − 1 wraps, and the count clamps")
+        var all = db.createAllDocumentsQuery()
+        all.allDocsMode = .includeDeleted
+        #expect(try all.run().map { $0.documentID ?? "" } == ["ghost"])
+        #expect(try db.verify().contains { $0.message.contains("the log's change of \"ghost\"") })
+    }
+
+    /// A chain whose records' sequences do not ascend, or whose header counts another length, is corrupt, and
+    /// the first read says so.
+    @Test func chainsOutOfOrderOrOfAnotherLengthAreCorrupt() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.put(Self.body(1), id: "a")
+        try db.put(Self.body(2), id: "b")
+        let snapshot = try db.readSnapshot()
+        let storage = db.documents.storage
+        // Another length than the chain has.
+        try storage.commit(roots: [nil, nil], metadata: DocumentFile.encodeMetadata(
+            lastSequence: 2, logHead: snapshot.pending.head, logLength: 3))
+        let error = try #require(throws: SofaError.self) { _ = try db.document(id: "a") }
+        #expect(error.code == .corruption && error.message.contains("has 2 records; its header says 3"))
+        // A record whose sequence is not above the record before it.
+        let stale = LogEntry(id: Array("c".utf8), record: snapshot.pending.entry(0).record, sequence: 1,
+                             storedSequence: nil, storedFlags: 0)
+        let payload = PendingChanges.encodeRecord([stale], previous: snapshot.pending.head)
+        let (offset, _) = try payload.withUnsafeBytes { try storage.append(kind: .value, payload: $0, compress: false) }
+        try storage.commit(roots: [nil, nil], metadata: DocumentFile.encodeMetadata(
+            lastSequence: 3, logHead: offset, logLength: 3))
+        let order = try #require(throws: SofaError.self) { _ = try db.document(id: "a") }
+        #expect(order.code == .corruption && order.message.contains("not above 2"), "\(order)")
+        #expect(try db.verify().contains { $0.code == .corruption })
     }
 }

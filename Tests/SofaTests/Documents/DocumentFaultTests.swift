@@ -95,6 +95,54 @@ import Testing
         #expect(failures >= 3 && after != nil, "the loop reached both failing and succeeding commits")
     }
 
+    /// The same for a commit small enough to be a log record on top of the base's chain (FORMAT.md §10.1.7):
+    /// whatever write or sync fails, the reopened database holds the chain before it or the chain with it.
+    @Test func logRecordCommitFailingAtEveryWriteAndSyncIsAllOrNothing() throws {
+        let dir = TemporaryDatabaseDirectory()
+        var failures = 0, successes = 0
+        for point in 0..<6 {
+            let path = dir.database("log\(point)")
+            let before = try Self.makeBase(path)
+            let faults = FaultInjectingSystemCalls()
+            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            let chain = try db.readSnapshot().pending.length
+            #expect(chain > 0, "the base is made of single-document commits")
+            faults.crashAfter(writesAndSyncs: point)
+            var committed = true
+            do {
+                try db.inBatch {
+                    let doc = try #require(try db.document(id: "doc3"))
+                    try db.put(["n": 333], id: "doc3", rev: doc.revisionID)
+                    try db.put(["new": 1], id: "small1")
+                    try db.put(["new": 2], id: "small2")
+                }
+            } catch let error as SofaError {
+                committed = false
+                #expect([.ioError, .writesRefused].contains(error.code), "point \(point): \(error)")
+                #expect(try Self.contents(db) == before, "point \(point): readers keep the previous commit")
+            }
+            faults.arm(nil)
+            try? db.close()
+            let reopened = try Database(path: path, options: testOptions())
+            let now = try Self.contents(reopened)
+            let pending = try reopened.readSnapshot().pending.length
+            if committed || now != before {
+                successes += 1
+                #expect(now.count == before.count + 2 && now["doc3"]?.contains("333") == true, "point \(point)")
+                #expect(pending == chain + 1, "point \(point): one more record")
+            } else {
+                failures += 1
+                #expect(pending == chain, "point \(point): the chain before it")
+            }
+            if !committed { #expect(now == before || successes > 0, "point \(point)") }
+            expectSound(reopened, "point \(point)")
+            try reopened.put(["later": true], id: "later")
+            #expect(try reopened.document(id: "later") != nil)
+            try reopened.close()
+        }
+        #expect(failures >= 1 && successes >= 1, "the loop reached both failing and succeeding commits")
+    }
+
     @Test func failedSyncRefusesWritesUntilReopened() throws {
         let dir = TemporaryDatabaseDirectory()
         let (path, before, db) = try Self.openFaulty(dir, durability: .full, fault: .init(call: .fdatasync, nth: 1))

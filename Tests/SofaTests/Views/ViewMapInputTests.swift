@@ -101,7 +101,9 @@ import Testing
         var fromChunk: [String] = []
         for id in ["inline", "chunk", "own-id"] {
             let key = Array(id.utf8)
-            let entry = try #require(try key.withUnsafeBytes { k in try snapshot.withEntry(for: k) { $0.map(Array.init) } })
+            let entry = try #require(try key.withUnsafeBytes { k in
+                try snapshot.withEntry(for: k) { $0.map(Array.init) }
+            })
             var copied = MappedChunk(), inPlace = MappedChunk()
             try entry.withUnsafeBytes { e in
                 try key.withUnsafeBytes { k in
