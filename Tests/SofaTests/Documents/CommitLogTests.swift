@@ -216,7 +216,8 @@ import Testing
         expectSound(db)
     }
 
-    /// A read-only open reads the chain; a damaged log record is reported by opening and by verify, naming it.
+    /// A read-only open reads the chain; a damaged log record is reported by the first read and by verify,
+    /// naming it.
     @Test func readOnlyOpeningAndDamagedRecords() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
