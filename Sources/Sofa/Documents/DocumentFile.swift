@@ -92,11 +92,18 @@ final class DocumentFile: @unchecked Sendable {
         // Read once per commit this process did not make itself (opening, compaction): the writer hands its
         // own commits' snapshots over with their pending changes (``install(_:)``).
         let pending = try PendingChanges.read(metadata, commit: commit, storage: storage)
+        return install(commit, of: storage, pending: pending, lastSequence: metadata.lastSequence)
+    }
+
+    /// Makes the snapshot of `commit` of `storage`, with `pending` and `lastSequence` (what its metadata says),
+    /// the newest commit's (``install(_:)``) and returns it.
+    func install(_ commit: CommitHeader, of storage: StorageFile, pending: PendingChanges,
+                 lastSequence: UInt64) -> DocumentSnapshot {
         let snapshot = DocumentSnapshot(
             storage: storage,
             byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
             bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
-            pending: pending, lastSequence: metadata.lastSequence, commitOffset: commit.offset)
+            pending: pending, lastSequence: lastSequence, commitOffset: commit.offset)
         install(snapshot)
         return snapshot
     }

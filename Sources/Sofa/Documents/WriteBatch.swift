@@ -430,14 +430,7 @@ extension DocumentFile {
         try storage.commit(roots: [b.byID.root, b.bySequence.root],
                            metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence, logHead: offset,
                                                                  logLength: pending.length))
-        let commit = storage.latestCommit
-        let snapshot = DocumentSnapshot(
-            storage: storage,
-            byID: BTree(file: storage, commit: commit, index: 0, configuration: byIDConfiguration),
-            bySequence: BTree(file: storage, commit: commit, index: 1, configuration: bySequenceConfiguration),
-            pending: pending, lastSequence: b.lastSequence, commitOffset: commit.offset)
-        install(snapshot)
-        return snapshot
+        return install(storage.latestCommit, of: storage, pending: pending, lastSequence: b.lastSequence)
     }
 
     /// Throws when a failed write discarded uncommitted chunks since `b` began (``WriteBatch/discardsAtStart``).

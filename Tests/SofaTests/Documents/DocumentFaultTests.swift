@@ -55,6 +55,20 @@ import Testing
         }
     }
 
+    /// Runs `write` (whose commit may meet an injected failure at crash point `point`); returns whether it
+    /// committed. A failure must be an I/O error or a refusal, and the handle still serves `before` to readers.
+    static func commits(_ db: Database, before: [String: String], point: Int,
+                        _ write: () throws -> Void) throws -> Bool {
+        do {
+            try write()
+            return true
+        } catch let error as SofaError {
+            #expect([.ioError, .writesRefused].contains(error.code), "point \(point): \(error)")
+            #expect(try contents(db) == before, "point \(point): readers keep the previous commit")
+            return false
+        }
+    }
+
     @Test func commitFailingAtEveryWriteAndSyncIsAllOrNothing() throws {
         let dir = TemporaryDatabaseDirectory()
         var after: [String: String]?
@@ -65,16 +79,8 @@ import Testing
             let faults = FaultInjectingSystemCalls()
             let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
             faults.crashAfter(writesAndSyncs: point)
-            var committed = true
-            do {
-                try Self.batch(db)
-            } catch let error as SofaError {
-                committed = false
-                failures += 1
-                #expect([.ioError, .writesRefused].contains(error.code), "point \(point): \(error)")
-                // The handle still serves the last commit to readers.
-                #expect(try Self.contents(db) == before, "point \(point): readers keep the previous commit")
-            }
+            let committed = try Self.commits(db, before: before, point: point) { try Self.batch(db) }
+            if !committed { failures += 1 }
             faults.arm(nil)
             try? db.close()
 
@@ -108,18 +114,13 @@ import Testing
             let chain = try db.readSnapshot().pending.length
             #expect(chain > 0, "the base is made of single-document commits")
             faults.crashAfter(writesAndSyncs: point)
-            var committed = true
-            do {
+            let committed = try Self.commits(db, before: before, point: point) {
                 try db.inBatch {
                     let doc = try #require(try db.document(id: "doc3"))
                     try db.put(["n": 333], id: "doc3", rev: doc.revisionID)
                     try db.put(["new": 1], id: "small1")
                     try db.put(["new": 2], id: "small2")
                 }
-            } catch let error as SofaError {
-                committed = false
-                #expect([.ioError, .writesRefused].contains(error.code), "point \(point): \(error)")
-                #expect(try Self.contents(db) == before, "point \(point): readers keep the previous commit")
             }
             faults.arm(nil)
             try? db.close()
