@@ -23,6 +23,20 @@ import Testing
         #expect(lines[trees + 2].split(separator: " ", omittingEmptySubsequences: true)[1] == "500")
     }
 
+    /// Small commits are log records (FORMAT.md §10.1.7): info counts them, and their bytes are live.
+    @Test func theCommitLogIsReported() throws {
+        let dir = Tool.Directory()
+        let path = try Tool.database(in: dir, Tool.documents(30), batch: 10)
+        let objects = try Tool.run(["info", path, "--json"]).jsonLines()
+        let file = try #require(objects.first { $0["file"] as? String == "docs" })
+        #expect(file["logRecords"] as? Int == 3 && file["pendingDocuments"] as? Int == 30)
+        // Live: the records and the newest header; garbage: only the earlier commits' headers.
+        let size = try #require(file["size"] as? Int), live = try #require(file["liveBytes"] as? Int)
+        #expect(live > size * 2 / 3 && live < size, "\(live) of \(size)")
+        let table = try Tool.run(["info", path])
+        #expect(table.lines.contains("  commit log     3 records, 30 documents not yet in the trees"))
+    }
+
     @Test func jsonLinesCarryEveryStatistic() throws {
         let dir = Tool.Directory()
         let path = try Tool.database(in: dir, Tool.documents(3000), batch: 1000)
@@ -41,6 +55,7 @@ import Testing
         #expect(live > 0 && live <= size)
         // Three batches rewrote the trees' right edges: some of the file is garbage.
         #expect((file["fragmentation"] as? Double ?? 0) > 0)
+        #expect(file["logRecords"] as? Int == 0 && file["pendingDocuments"] as? Int == 0, "batches of 1,000 fold")
         for (object, name) in zip(objects[2...], ["by-id", "by-sequence"]) {
             #expect(object["tree"] as? String == name)
             #expect(object["rows"] as? Int == 3000)

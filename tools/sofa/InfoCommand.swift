@@ -44,7 +44,8 @@ struct InfoCommand: ParsableCommand {
                          "views": number(views.count)])
             Output.json(["file": "docs", "size": number(report.fileSize), "liveBytes": number(report.liveBytes),
                          "bodyChunkBytes": number(report.bodyChunkBytes),
-                         "fragmentation": ratio(report.fragmentation)])
+                         "fragmentation": ratio(report.fragmentation), "logRecords": number(report.logRecords),
+                         "pendingDocuments": number(report.pendingDocuments)])
             for view in views {
                 var object: JSONObject = ["file": JSON("views/" + view.name), "view": JSON(view.name)]
                 object["rows"] = number(view.rows.rows)
@@ -74,6 +75,9 @@ struct InfoCommand: ParsableCommand {
         Output.line("  deleted        \(grouped(Int(report.deletedDocuments)))")
         Output.line("  conflicted     \(grouped(Int(report.conflictedDocuments)))")
         Output.line("  last sequence  \(report.lastSequence)")
+        if report.logRecords > 0 {
+            Output.line("  commit log     \(report.logRecords) records, \(report.pendingDocuments) documents not yet in the trees")
+        }
         if !views.isEmpty {
             Output.line("")
             Output.table(["view", "rows", "indexed seq", "version", "reduce", "stale"], views.map { view in

@@ -6,8 +6,8 @@ package struct DocumentFileReport: Sendable {
     package var path: String
     /// Bytes of the file (up to the newest commit's end).
     package var fileSize: UInt64
-    /// Bytes reachable from the newest commit: file header, both trees, body chunks, the commit header and
-    /// trailer. The rest is garbage that compaction removes.
+    /// Bytes reachable from the newest commit: file header, both trees, body chunks, the commit log's records,
+    /// the commit header and trailer. The rest is garbage that compaction removes.
     package var liveBytes: UInt64
     /// Bytes of body chunks (bodies stored outside their by-ID entry).
     package var bodyChunkBytes: UInt64
@@ -24,6 +24,10 @@ package struct DocumentFileReport: Sendable {
     package var bySequence: TreeStatistics
     package var byIDNodeSize: Int
     package var bySequenceNodeSize: Int
+    /// Records in the newest commit's log chain (FORMAT.md §10.1.7), and the documents they change: what the
+    /// trees do not hold yet.
+    package var logRecords: Int
+    package var pendingDocuments: Int
 
     /// The fraction of the file that is not live (0 right after compaction).
     package var fragmentation: Double { fileSize == 0 ? 0 : 1 - Double(liveBytes) / Double(fileSize) }
@@ -47,7 +51,9 @@ extension Database {
             return true
         }
         let trees = (snapshot.byID.root?.subtreeSize ?? 0) + (snapshot.bySequence.root?.subtreeSize ?? 0)
-        let live = StorageFile.fileHeaderLength + trees + bodyBytes + (commit.endOffset - commit.offset)
+        let log = try logRecords()
+        let logBytes = UInt64(log.reduce(0) { $0 + $1.storedBytes })
+        let live = StorageFile.fileHeaderLength + trees + bodyBytes + logBytes + (commit.endOffset - commit.offset)
         let counts = snapshot.counts
         return DocumentFileReport(
             path: snapshot.path, fileSize: commit.endOffset, liveBytes: live, bodyChunkBytes: bodyBytes,
@@ -55,7 +61,8 @@ extension Database {
             deletedDocuments: counts.deleted, conflictedDocuments: counts.conflicted,
             byID: snapshot.byID.verify().statistics, bySequence: snapshot.bySequence.verify().statistics,
             byIDNodeSize: documents.byIDConfiguration.nodeSize,
-            bySequenceNodeSize: documents.bySequenceConfiguration.nodeSize)
+            bySequenceNodeSize: documents.bySequenceConfiguration.nodeSize, logRecords: log.count,
+            pendingDocuments: snapshot.pending.count)
     }
 
     /// Calls `body` with every document by ID, tombstones included (``Document/isDeleted``), at its winning
