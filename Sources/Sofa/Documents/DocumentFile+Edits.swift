@@ -76,7 +76,7 @@ extension DocumentFile {
             }
             let first = RevisionID.derived(parent: nil, deleted: false, body: body)
             let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
-            return (try save(id, tree: tree, storedSequence: nil), first)
+            return (try save(id, tree: tree, storedSequence: nil, isNew: true), first)
         }
         var tree = record.tree
         let parent: Int
@@ -115,7 +115,7 @@ extension DocumentFile {
         }
         var tree = RevisionTree(revisions: [])
         _ = tree.insert(history: history, deleted: deleted, body: try storeBody(body))
-        return try save(id, tree: tree, storedSequence: nil)
+        return try save(id, tree: tree, storedSequence: nil, isNew: true)
     }
 
     /// Parses and checks a revision history (newest first): valid IDs, generations falling by one each step.

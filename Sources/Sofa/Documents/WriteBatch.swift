@@ -268,8 +268,11 @@ final class WriteBatch {
     }
 
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
-    func setPending(_ id: [UInt8], _ state: Pending) {
-        if let i = position(of: id) {
+    ///
+    /// - Parameter absent: the caller has just looked `id` up (``record(_:forEdit:)``) and not found it, and the
+    ///   overlay has not changed since: it is appended without being searched for again.
+    func setPending(_ id: [UInt8], _ state: Pending, absent: Bool = false) {
+        if !absent, let i = position(of: id) {
             changes[i].state = state
             return
         }
@@ -355,14 +358,17 @@ extension DocumentFile {
 
     /// Stores a new state of document `id` in the batch under the next sequence, its tree pruned.
     ///
+    /// - Parameter isNew: ``currentRecord(_:)`` has just answered nil for `id` (and nothing was saved since), so
+    ///   the overlay need not be searched for it again (``WriteBatch/setPending(_:_:absent:)``).
     /// - Returns: the record as stored.
-    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?) throws -> DocumentRecord {
+    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?, isNew: Bool = false) throws
+        -> DocumentRecord {
         guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
-        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence))
+        batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence), absent: isNew)
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
         if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
             try batch.handOff()
