@@ -7,7 +7,10 @@ extension SofaError.Code {
 }
 
 /// A document's properties split into the stored body and the special members CBL lets a caller pass in it.
-struct DocumentInput {
+///
+/// Noncopyable: it is made once per put and read in place. As a copyable struct its initializer built it in a
+/// temporary and copied it out (four retains, then four releases: ~340 instructions per put, callgrind D1).
+struct DocumentInput: ~Copyable {
     /// Compact JSON of the members not starting with `_`, in the order given; empty for an empty object.
     var body: [UInt8]
     /// The properties without the special members.
