@@ -71,9 +71,11 @@ struct JSONOutput: ~Copyable {
             append(number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity")
             return
         }
-        if number.magnitude <= 9_007_199_254_740_992, number == number.rounded(.towardZero) {
+        // Whole when converting to an integer and back is exact (no `rounded`, a libm call); in range, the
+        // conversion cannot trap. -0 converts to 0 and keeps its sign through `sign`.
+        if number.magnitude <= 9_007_199_254_740_992, Double(Int64(number)) == number {
             if number.sign == .minus { append(ASCII.minus) }
-            appendDecimal(UInt64(number.magnitude))
+            appendDecimal(Int64(number).magnitude)
             return
         }
         // `description` is the shortest text that reads back as the same double, and its forms (`0.1`,
