@@ -24,8 +24,9 @@ struct DocumentInput: ~Copyable {
     ///
     /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
     ///   or nesting deeper than the serializer allows; `.invalidArgument` for a body over 64 MiB.
-    init(_ properties: JSON) throws {
-        guard case .object(let members) = properties else {
+    init(_ properties: borrowing JSON) throws {
+        // Borrowed, not taken: an owned argument was one more copy of the value in `put` and its release here.
+        guard case .object(let members) = copy properties else {
             throw SofaError(.invalidArgument, "document properties must be a JSON object, not a \(properties.typeName)")
         }
         var id: String?
@@ -46,7 +47,7 @@ struct DocumentInput: ~Copyable {
             }
         }
         // Most documents have no special members: then the properties are the body as they are, uncopied.
-        let userProperties = hasSpecial ? .object(members.filter { !Self.isSpecial($0.key) }) : properties
+        let userProperties = hasSpecial ? .object(members.filter { !Self.isSpecial($0.key) }) : copy properties
         // Serialized into a fresh array, which the serializer allocates at the body's size.
         let body = try userProperties.serializedBytes()
         if body.count > DocumentFile.maximumBodySize {
