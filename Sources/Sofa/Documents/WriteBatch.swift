@@ -84,6 +84,13 @@ final class WriteBatch {
     /// documents). While it is sorted the index is empty: an ID above the last is new (one comparison, the
     /// bulk load's case), any other is found by binary search — no hashing per put.
     @exclusivity(unchecked) private var index: [DocumentKey: Int] = [:]
+    /// Whether every ID in the (sorted, non-empty) overlay was above every ID stored or in flight when it was
+    /// added. The trees gain IDs only from the overlay, which empties it, so it stays so; then an ID above the
+    /// overlay's last is new with one comparison, and none against the trees (D1's lookups).
+    @exclusivity(unchecked) private var overlayAboveTrees = false
+    /// Whether the last ``record(_:forEdit:)`` found its ID absent and above every ID in the overlay, stored or
+    /// in flight: the save that follows (``setPending(_:_:absent:)``) appends it in order without comparing.
+    @exclusivity(unchecked) private var lastMissAboveAll = false
     @exclusivity(unchecked) var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
@@ -142,18 +149,33 @@ final class WriteBatch {
         // After a failure the overlay's records may name body chunks that were discarded (and whose offsets a
         // later append reuses): no answer is right any more.
         if let failure { throw failure }
-        if let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
+        lastMissAboveAll = false
+        let aboveLast = changesAreSorted && isAboveLast(id)
+        if !aboveLast, let i = position(of: id) { return (changes[i].state.record, changes[i].state.storedSequence) }
+        if aboveLast && overlayAboveTrees && !changes.isEmpty {
+            lastMissAboveAll = true
+            return nil
+        }
         if let job = inFlight {
             // Above every ID stored or in flight: absent, without waiting for the flush thread.
-            if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
+            if let largest = job.largestID, compareArrays(id, largest) > 0 {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
             join()
         }
         // A failed chunk's documents are in neither the overlay nor the trees.
         if let failure { throw failure }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
-            guard let largest = try largestStoredID() else { return nil }
-            if compareArrays(id, largest) > 0 { return nil }
+            guard let largest = try largestStoredID() else {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
+            if compareArrays(id, largest) > 0 {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
             // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
             if forEdit { readsTrees = true }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
@@ -300,12 +322,22 @@ final class WriteBatch {
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
     ///
     /// - Parameter absent: the caller has just looked `id` up (``record(_:forEdit:)``) and not found it, and the
-    ///   overlay has not changed since: it is appended without being searched for again.
+    ///   overlay has not changed since: it is appended without being searched for again, and without a
+    ///   comparison when that lookup found it above every ID (``lastMissAboveAll``).
     func setPending(_ id: [UInt8], _ state: Pending, absent: Bool = false) {
+        if absent && lastMissAboveAll {
+            // In order, and above the trees: the overlay stays sorted, and above them if it was or is empty.
+            lastMissAboveAll = false
+            if changes.isEmpty { overlayAboveTrees = true }
+            changes.append((id, state))
+            pendingBytes += id.count + 64
+            return
+        }
         if !absent, let i = position(of: id) {
             changes[i].state = state
             return
         }
+        overlayAboveTrees = false
         if changesAreSorted, !isAboveLast(id) {
             // Out of order from here on: index what is there, once.
             changesAreSorted = false
