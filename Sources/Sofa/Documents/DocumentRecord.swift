@@ -53,7 +53,13 @@ struct DocumentRecord: Sendable, Equatable {
 
     func encoded() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(32 + tree.revisions.count * 24 + (tree.revisions.count == 1 ? inlineSize : 64))
+        encode(into: &out)
+        return out
+    }
+
+    /// Appends the encoded record to `out` (a flush reuses one array for every record it encodes).
+    func encode(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 32 + tree.revisions.count * 24 + (tree.revisions.count == 1 ? inlineSize : 64))
         // The small fields go through a stack buffer, appended in one piece before each body and at the end: an
         // array append per field (and a call into SofaStorage per varint) cost more than the rest of the record.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RecordFieldStage.capacity) { buffer in
@@ -96,7 +102,6 @@ struct DocumentRecord: Sendable, Equatable {
             }
             fields.flush(into: &out)
         }
-        return out
     }
 
     private var inlineSize: Int { if case .inline(let b) = tree.winner.body { return b.count } else { return 0 } }

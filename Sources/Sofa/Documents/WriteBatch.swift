@@ -349,40 +349,52 @@ final class WriteBatch {
         pendingBytes += id.count + 64
     }
 
-    /// The trees' changes for an overlay: by-ID puts of the encoded records, by-sequence removals of the
-    /// replaced sequences then puts of the new ones, each ascending by key.
+    /// The trees' changes for an overlay, each collected into one buffer (no array per change, which cost an
+    /// allocation and a free per document and tree): by-ID puts of the encoded records; by-sequence removals of
+    /// the replaced sequences, then puts of the new ones. Each is collected in ascending key order.
     struct Actions {
-        var byID: [BTreeAction]
-        var bySequence: [BTreeAction]
+        var byID = BTreeActionBuffer()
+        var bySequence = BTreeActionBuffer()
     }
 
     /// The ``Actions`` for `changes` (in ascending ID order when `sorted`).
     static func actions(for changes: Changes, sorted: Bool) -> Actions {
         let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
-        var byIDActions: [BTreeAction] = []
-        byIDActions.reserveCapacity(ordered.count)
+        var actions = Actions()
+        var record: [UInt8] = []  // one array for every record's encoding
         var removed: [UInt64] = []
-        var added: [(UInt64, [UInt8])] = []
+        var added: [(sequence: UInt64, position: Int)] = []
         added.reserveCapacity(ordered.count)
-        for (id, p) in ordered {
-            byIDActions.append(.put(id, p.record.encoded()))
-            if let old = p.storedSequence, old != p.record.sequence { removed.append(old) }
-            added.append((p.record.sequence, id))
+        for (position, change) in ordered.enumerated() {
+            record.removeAll(keepingCapacity: true)
+            change.state.record.encode(into: &record)
+            change.id.withUnsafeBytes { id in record.withUnsafeBytes { actions.byID.put(id, $0) } }
+            let sequence = change.state.record.sequence
+            if let old = change.state.storedSequence, old != sequence { removed.append(old) }
+            added.append((sequence, position))
         }
         removed.sort()
-        added.sort { $0.0 < $1.0 }
-        // Every new sequence is above every stored one, so removals then additions are ascending.
-        var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
-        bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
-        return Actions(byID: byIDActions, bySequence: bySequenceActions)
+        added.sort { $0.sequence < $1.sequence }
+        // Every new sequence is above every stored one, so removals then additions are ascending. The keys are
+        // `DocumentFile.sequenceKey`'s: the sequence's eight bytes, big-endian.
+        for sequence in removed {
+            withUnsafeBytes(of: sequence.bigEndian) { actions.bySequence.remove($0) }
+        }
+        for (sequence, position) in added {
+            withUnsafeBytes(of: sequence.bigEndian) { key in
+                ordered[position].id.withUnsafeBytes { actions.bySequence.put(key, $0) }
+            }
+        }
+        return actions
     }
 
     /// The trees with `actions` applied: one sorted batch per tree.
     static func apply(_ actions: Actions, byID: BTree, bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
         // One by-ID put per document.
         let compress: Bool? = actions.byID.count <= WriteBatch.rawFlushLimit ? false : nil
-        return (try byID.modified(by: actions.byID, compress: compress),
-                try bySequence.modified(by: actions.bySequence, compress: compress))
+        return (try byID.modified(by: actions.byID, order: Array(0..<actions.byID.count), compress: compress),
+                try bySequence.modified(by: actions.bySequence, order: Array(0..<actions.bySequence.count),
+                                        compress: compress))
     }
 }
 
