@@ -159,6 +159,9 @@ extension Database {
     public var deletedDocumentCount: Int { Int(clamping: (try? readSnapshot().counts.deleted) ?? 0) }
 
     /// Picks the value given as a parameter or as a special property; both given must agree.
+    ///
+    /// Inlined: called twice per put, each call copied both optional strings in and the answer out.
+    @inline(__always)
     private static func resolve(_ parameter: String?, _ property: String?, what: String) throws -> String? {
         if let parameter, let property, parameter != property {
             throw SofaError(.invalidArgument, "\(what) in the properties (\(property.prefix(60))) differs from " +

@@ -69,8 +69,9 @@ final class WriteBatch {
                 logged = []
             }
             do {
-                (byID, bySequence) = try WriteBatch.apply(changes, sorted: sorted, logged: logged, byID: byID,
-                                                          bySequence: bySequence)
+                (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
+                                                                             logged: logged),
+                                                          byID: byID, bySequence: bySequence)
             } catch {
                 self.error = error
             }
@@ -104,6 +105,13 @@ final class WriteBatch {
     /// documents). While it is sorted the index is empty: an ID above the last is new (one comparison, the
     /// bulk load's case), any other is found by binary search — no hashing per put.
     @exclusivity(unchecked) private var index: [DocumentKey: Int] = [:]
+    /// Whether every ID in the (sorted, non-empty) overlay was above every ID stored or in flight when it was
+    /// added. The trees gain IDs only from the overlay, which empties it, so it stays so; then an ID above the
+    /// overlay's last is new with one comparison, and none against the trees (D1's lookups).
+    @exclusivity(unchecked) private var overlayAboveTrees = false
+    /// Whether the last ``record(_:forEdit:)`` found its ID absent and above every ID in the overlay, stored or
+    /// in flight: the save that follows (``setPending(_:_:absent:)``) appends it in order without comparing.
+    @exclusivity(unchecked) private var lastMissAboveAll = false
     @exclusivity(unchecked) var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
@@ -130,6 +138,9 @@ final class WriteBatch {
     /// all that is left for the commit: at 256 D1's file is 125 bytes per document instead of 110 and its
     /// commit flushes 232 of 1,000 documents; at 128, 144 bytes and 104 (BENCHMARKS.md §3, "D1, sixth round").
     static let pipelineChunk = 256
+    /// A flush of at least this many documents frees their records and actions on the flush queue afterwards;
+    /// fewer are freed in place, for less than waking the queue costs.
+    static let freeElsewhereFrom = 64
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -161,7 +172,9 @@ final class WriteBatch {
         // After a failure the overlay's records may name body chunks that were discarded (and whose offsets a
         // later append reuses): no answer is right any more.
         if let failure { throw failure }
-        if let i = position(of: id) {
+        lastMissAboveAll = false
+        let aboveLast = changesAreSorted && isAboveLast(id)
+        if !aboveLast, let i = position(of: id) {
             let state = changes[i].state
             return (state.record, state.storedSequence, state.storedFlags)
         }
@@ -170,17 +183,30 @@ final class WriteBatch {
             let record = try e.record.withUnsafeBytes { try DocumentRecord(decoding: $0, path: byID.file.path) }
             return (record, e.storedSequence, e.storedFlags)
         }
+        if aboveLast && overlayAboveTrees && !changes.isEmpty {
+            lastMissAboveAll = true
+            return nil
+        }
         if let job = inFlight {
             // Above every ID stored or in flight: absent, without waiting for the flush thread.
-            if let largest = job.largestID, compareArrays(id, largest) > 0 { return nil }
+            if let largest = job.largestID, compareArrays(id, largest) > 0 {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
             join()
         }
         // A failed chunk's documents are in neither the overlay nor the trees.
         if let failure { throw failure }
         do {
             // Bulk loads mostly add IDs above every stored one: one comparison answers without a tree descent.
-            guard let largest = try largestStoredID() else { return nil }
-            if compareArrays(id, largest) > 0 { return nil }
+            guard let largest = try largestStoredID() else {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
+            if compareArrays(id, largest) > 0 {
+                lastMissAboveAll = aboveLast
+                return nil
+            }
             // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
             if forEdit { readsTrees = true }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
@@ -268,21 +294,46 @@ final class WriteBatch {
         // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
         guard !changes.isEmpty else { return }
-        let logged = unloggedBase()
         touchedTrees = true
+        let actions = WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
-            (byID, bySequence) = try WriteBatch.apply(changes, sorted: changesAreSorted, logged: logged, byID: byID,
-                                                      bySequence: bySequence)
+            (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
             base = .none
         } catch {
             failure = error
             throw error
         }
         index.removeAll(keepingCapacity: true)
-        changes.removeAll(keepingCapacity: true)
+        if changes.count >= WriteBatch.freeElsewhereFrom {
+            // The flushed records and their encoded actions are freed on the flush queue, as a chunk's are: the
+            // writer goes on (a commit, to its sync) instead of spending ~1,700 instructions per document on
+            // freeing them (callgrind, D1).
+            let flushed = Flushed(changes: changes, actions: consume actions)
+            changes = []  // their last references are now `flushed`'s
+            WriteBatch.queue.async { flushed.free() }
+        } else {
+            changes.removeAll(keepingCapacity: true)
+        }
         changesAreSorted = true
         pendingBytes = 0
+    }
+
+    /// A flushed overlay on its way to be freed on the flush queue (``flush()``).
+    private final class Flushed: @unchecked Sendable {
+        /// Touched by the writer only before the hand-off, by the flush queue only after it.
+        private var changes: Changes
+        private var actions: Actions?
+
+        init(changes: Changes, actions: consuming Actions) {
+            self.changes = changes
+            self.actions = actions
+        }
+
+        func free() {
+            changes = []
+            actions = nil
+        }
     }
 
     /// Documents in the overlay.
@@ -333,11 +384,24 @@ final class WriteBatch {
     }
 
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
-    func setPending(_ id: [UInt8], _ state: Pending) {
-        if let i = position(of: id) {
+    ///
+    /// - Parameter absent: the caller has just looked `id` up (``record(_:forEdit:)``) and not found it, and the
+    ///   overlay has not changed since: it is appended without being searched for again, and without a
+    ///   comparison when that lookup found it above every ID (``lastMissAboveAll``).
+    func setPending(_ id: [UInt8], _ state: Pending, absent: Bool = false) {
+        if absent && lastMissAboveAll {
+            // In order, and above the trees: the overlay stays sorted, and above them if it was or is empty.
+            lastMissAboveAll = false
+            if changes.isEmpty { overlayAboveTrees = true }
+            changes.append((id, state))
+            pendingBytes += id.count + 64
+            return
+        }
+        if !absent, let i = position(of: id) {
             changes[i].state = state
             return
         }
+        overlayAboveTrees = false
         if changesAreSorted, !isAboveLast(id) {
             // Out of order from here on: index what is there, once.
             changesAreSorted = false
@@ -349,36 +413,67 @@ final class WriteBatch {
         pendingBytes += id.count + 64
     }
 
-    /// The trees with `changes` and the log's `logged` entries (ascending IDs, none of them in `changes`)
-    /// applied: one sorted batch per tree.
-    static func apply(_ changes: Changes, sorted: Bool, logged: [LogEntry] = [], byID: BTree,
-                      bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
-        // (ID, by-ID value, new sequence, stored sequence) of every document, overlay and log alike.
-        var items: [(id: [UInt8], value: [UInt8], sequence: UInt64, stored: UInt64?)] = []
-        items.reserveCapacity(changes.count + logged.count)
-        for (id, p) in changes { items.append((id, p.record.encoded(), p.record.sequence, p.storedSequence)) }
-        if !logged.isEmpty || !sorted {
-            for e in logged { items.append((e.id, e.record, e.sequence, e.storedSequence)) }
-            items.sort { compareArrays($0.id, $1.id) < 0 }
-        }
-        var byIDActions: [BTreeAction] = []
-        byIDActions.reserveCapacity(items.count)
+    /// The trees' changes for an overlay, each collected into one buffer (no array per change, which cost an
+    /// allocation and a free per document and tree): by-ID puts of the encoded records; by-sequence removals of
+    /// the replaced sequences, then puts of the new ones. Each is collected in ascending key order.
+    struct Actions {
+        var byID = BTreeActionBuffer()
+        var bySequence = BTreeActionBuffer()
+    }
+
+    /// The ``Actions`` for `changes` (in ascending ID order when `sorted`) and the log's `logged` entries
+    /// (ascending IDs, none of them in `changes`; written as they are encoded).
+    static func actions(for changes: Changes, sorted: Bool, logged: [LogEntry] = []) -> Actions {
+        let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
+        var actions = Actions()
+        var record: [UInt8] = []  // one array for every record's encoding
         var removed: [UInt64] = []
-        var added: [(UInt64, [UInt8])] = []
-        added.reserveCapacity(items.count)
-        for item in items {
-            byIDActions.append(.put(item.id, item.value))
-            if let old = item.stored, old != item.sequence { removed.append(old) }
-            added.append((item.sequence, item.id))
+        // New sequences, each with its document's place in `ordered`, or in `logged` when `fromLog`.
+        var added: [(sequence: UInt64, position: Int, fromLog: Bool)] = []
+        added.reserveCapacity(ordered.count + logged.count)
+        var nextLogged = 0
+        func putLogged(upTo id: [UInt8]?) {
+            while nextLogged < logged.count, id.map({ compareArrays(logged[nextLogged].id, $0) < 0 }) ?? true {
+                let e = logged[nextLogged]
+                e.id.withUnsafeBytes { id in e.record.withUnsafeBytes { actions.byID.put(id, $0) } }
+                if let old = e.storedSequence, old != e.sequence { removed.append(old) }
+                added.append((e.sequence, nextLogged, true))
+                nextLogged += 1
+            }
         }
+        for (position, change) in ordered.enumerated() {
+            putLogged(upTo: change.id)
+            record.removeAll(keepingCapacity: true)
+            change.state.record.encode(into: &record)
+            change.id.withUnsafeBytes { id in record.withUnsafeBytes { actions.byID.put(id, $0) } }
+            let sequence = change.state.record.sequence
+            if let old = change.state.storedSequence, old != sequence { removed.append(old) }
+            added.append((sequence, position, false))
+        }
+        putLogged(upTo: nil)
         removed.sort()
-        added.sort { $0.0 < $1.0 }
-        // Every new sequence is above every stored one, so removals then additions are ascending.
-        var bySequenceActions = removed.map { BTreeAction.remove(DocumentFile.sequenceKey($0)) }
-        bySequenceActions.append(contentsOf: added.map { .put(DocumentFile.sequenceKey($0.0), $0.1) })
-        let compress: Bool? = items.count <= WriteBatch.rawFlushLimit ? false : nil
-        return (try byID.modified(by: byIDActions, compress: compress),
-                try bySequence.modified(by: bySequenceActions, compress: compress))
+        added.sort { $0.sequence < $1.sequence }
+        // Every new sequence is above every stored one, so removals then additions are ascending. The keys are
+        // `DocumentFile.sequenceKey`'s: the sequence's eight bytes, big-endian.
+        for sequence in removed {
+            withUnsafeBytes(of: sequence.bigEndian) { actions.bySequence.remove($0) }
+        }
+        for (sequence, position, fromLog) in added {
+            withUnsafeBytes(of: sequence.bigEndian) { key in
+                let id = fromLog ? logged[position].id : ordered[position].id
+                id.withUnsafeBytes { actions.bySequence.put(key, $0) }
+            }
+        }
+        return actions
+    }
+
+    /// The trees with `actions` applied: one sorted batch per tree.
+    static func apply(_ actions: Actions, byID: BTree, bySequence: BTree) throws -> (byID: BTree, bySequence: BTree) {
+        // One by-ID put per document.
+        let compress: Bool? = actions.byID.count <= WriteBatch.rawFlushLimit ? false : nil
+        return (try byID.modified(by: actions.byID, order: Array(0..<actions.byID.count), compress: compress),
+                try bySequence.modified(by: actions.bySequence, order: Array(0..<actions.bySequence.count),
+                                        compress: compress))
     }
 }
 
@@ -451,15 +546,18 @@ extension DocumentFile {
 
     /// Stores a new state of document `id` in the batch under the next sequence, its tree pruned.
     ///
+    /// - Parameter isNew: ``currentRecord(_:)`` has just answered nil for `id` (and nothing was saved since), so
+    ///   the overlay need not be searched for it again (``WriteBatch/setPending(_:_:absent:)``).
     /// - Returns: the record as stored.
-    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?, storedFlags: UInt8) throws -> DocumentRecord {
+    func save(_ id: [UInt8], tree: RevisionTree, storedSequence: UInt64?, storedFlags: UInt8, isNew: Bool = false)
+        throws -> DocumentRecord {
         guard let batch else { preconditionFailure("save outside a batch") }
         var tree = tree
         if tree.revisions.count > 1 { tree.prune(depth: revisionDepth) }  // one revision is already in order
         batch.lastSequence += 1
         let record = DocumentRecord(sequence: batch.lastSequence, tree: tree)
         batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence,
-                                                storedFlags: storedFlags))
+                                                storedFlags: storedFlags), absent: isNew)
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
         if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
             try batch.handOff()

@@ -71,9 +71,11 @@ struct JSONOutput: ~Copyable {
             append(number.isNaN ? "NaN" : number < 0 ? "-Infinity" : "Infinity")
             return
         }
-        if number.magnitude <= 9_007_199_254_740_992, number == number.rounded(.towardZero) {
+        // Whole when converting to an integer and back is exact (no `rounded`, a libm call); in range, the
+        // conversion cannot trap. -0 converts to 0 and keeps its sign through `sign`.
+        if number.magnitude <= 9_007_199_254_740_992, Double(Int64(number)) == number {
             if number.sign == .minus { append(ASCII.minus) }
-            appendDecimal(UInt64(number.magnitude))
+            appendDecimal(Int64(number).magnitude)
             return
         }
         // `description` is the shortest text that reads back as the same double, and its forms (`0.1`,
@@ -106,10 +108,81 @@ struct JSONOutput: ~Copyable {
 
     /// Appends a quoted string with `"`, `\` and control characters escaped.
     mutating func appendString(_ string: String) {
-        append(ASCII.quote)
+        // Native strings (small ones included) are contiguous: read them in place, without copying the value.
+        if string.utf8.withContiguousStorageIfAvailable({ appendQuoted($0) }) == nil {
+            appendNonContiguousString(string)
+        }
+    }
+
+    /// ``appendString(_:)`` for a string whose UTF-8 is not stored contiguously (one bridged or sliced).
+    private mutating func appendNonContiguousString(_ string: String) {
         var string = string
-        string.withUTF8 { appendEscaped($0) }
+        string.withUTF8 { appendQuoted($0) }
+    }
+
+    /// Appends `utf8` quoted and escaped. Most text needs no escape: text that fits the staging buffer is copied
+    /// in whole first and then checked where it lies, so the common case is one copy and one word-wise scan.
+    @inline(__always)
+    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+        let count = utf8.count
+        // The quotes, and 8 bytes of padding after the text: the scan reads whole words past its end.
+        let room = count + 2 + 8
+        guard room <= staging.count, let source = utf8.baseAddress else {
+            append(ASCII.quote)
+            appendEscapedAndClose(utf8, from: 0)
+            return
+        }
+        reserve(room)
+        let text = staging.baseAddress! + used + 1
+        text[-1] = ASCII.quote
+        text.update(from: source, count: count)
+        // Bytes that never need escaping, so the scan's last word flags nothing beyond the text.
+        UnsafeMutableRawPointer(text + count).storeBytes(of: Self.paddingWord, as: UInt64.self)
+        let clean = Self.firstStagedByteNeedingEscape(UnsafeRawPointer(text), count: count)
+        if clean == count {
+            text[count] = ASCII.quote
+            used += count + 2
+        } else {
+            // Keep the opening quote and the clean prefix just copied.
+            used += 1 + clean
+            appendEscapedAndClose(utf8, from: clean)
+        }
+    }
+
+    /// Appends `utf8[start...]` escaped, then the closing quote: the rest of a string whose opening quote and
+    /// first `start` bytes are written.
+    private mutating func appendEscapedAndClose(_ utf8: UnsafeBufferPointer<UInt8>, from start: Int) {
+        appendEscaped(UnsafeBufferPointer(rebasing: utf8[start...]))
         append(ASCII.quote)
+    }
+
+    /// Eight `A`s: padding that ``escapeFlags(_:)`` never flags.
+    private static var paddingWord: UInt64 { 0x4141_4141_4141_4141 }
+
+    /// The offset of the first byte of `text` needing an escape, or `count`. Reads whole words, up to 7 bytes
+    /// past `count`: the caller has padded the text with ``paddingWord``.
+    @inline(__always)
+    private static func firstStagedByteNeedingEscape(_ text: UnsafeRawPointer, count: Int) -> Int {
+        var offset = 0
+        while offset < count {
+            let flags = escapeFlags(UInt64(littleEndian: text.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+            if flags != 0 { return offset + flags.trailingZeroBitCount >> 3 }
+            offset += 8
+        }
+        return count
+    }
+
+    /// A SWAR test over eight bytes: sets the high bit of every byte lane holding `"`, `\` or a control
+    /// character (bytes of 0x80 and up are masked out: non-ASCII is written as is). Borrows only flag lanes
+    /// above a flagged one, so the lowest flag is exact.
+    @inline(__always)
+    private static func escapeFlags(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* UInt64(ASCII.quote))
+        let backslashes = word ^ (ones &* UInt64(ASCII.backslash))
+        return ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes
+            | (word &- ones &* UInt64(ASCII.space)) & ~word) & highBits
     }
 
     /// Appends UTF-8 text with `"`, `\` and control characters escaped, copying the runs between them whole.
@@ -127,23 +200,14 @@ struct JSONOutput: ~Copyable {
         append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
     }
 
-    /// The offset of the first `"`, `\` or control character at or after `start`, or `utf8.count`.
-    ///
-    /// Eight bytes at a time: a SWAR test sets the high bit of every byte lane holding one of them (bytes of
-    /// 0x80 and up are masked out: non-ASCII is written as is). Borrows only flag lanes above a flagged one,
-    /// so the lowest flag is exact.
+    /// The offset of the first `"`, `\` or control character at or after `start`, or `utf8.count`: eight bytes
+    /// at a time (``escapeFlags(_:)``), then byte by byte.
     @inline(__always)
     private static func firstByteNeedingEscape(in utf8: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
         var index = start
         let raw = UnsafeRawBufferPointer(utf8)
         while index + 8 <= utf8.count {
-            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            let quotes = word ^ (ones &* UInt64(ASCII.quote))
-            let backslashes = word ^ (ones &* UInt64(ASCII.backslash))
-            let flags = ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes
-                | (word &- ones &* UInt64(ASCII.space)) & ~word) & highBits
+            let flags = escapeFlags(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
             if flags != 0 { return index + flags.trailingZeroBitCount >> 3 }
             index += 8
         }

@@ -31,9 +31,10 @@ extension JSON {
     /// - Throws: ``SofaError`` with code ``SofaError/Code/invalidValue`` for NaN, an infinity, or nesting deeper
     ///   than ``maximumNestingDepth``.
     public func serializedBytes() throws -> [UInt8] {
+        // Not reserved ahead: the serializer's first flush allocates the array at the size it needs, which for
+        // text under its 1 KiB staging buffer is the whole text's.
         var buffer: [UInt8] = []
-        buffer.reserveCapacity(256)
-        try serialize(into: &buffer)
+        try JSONSerializer.write(self, into: &buffer, strict: true)
         return buffer
     }
 
@@ -79,11 +80,17 @@ extension JSON: CustomStringConvertible {
 /// local variables), so deep values cost no machine stack. Bytes go through ``JSONOutput``, which stages them
 /// on the stack and appends to the caller's array in large pieces.
 enum JSONSerializer {
-    /// An array or object being written, and which of its items is being written.
+    /// An array or object being written, and which of its items comes next.
+    ///
+    /// Keys and values are held as plain arrays (sharing the object's storage), so reading a member costs an
+    /// array subscript rather than building an `OrderedSet` view of the keys each time.
     private struct OpenContainer {
         var isObject = false
-        var items: [JSON] = []
-        var members: JSONObject = [:]
+        /// The object's keys in stored order; empty for an array.
+        var keys: [String] = []
+        /// The array's items, or the object's values in the order of `keys`.
+        var values: [JSON] = []
+        /// The index of the next item to write.
         var position = 0
     }
 
@@ -106,67 +113,65 @@ enum JSONSerializer {
         var enclosing: [OpenContainer] = []
         var open = OpenContainer()  // the innermost open container; meaningful when depth > 0
         var depth = 0
-        var value = root
-        while true {
-            switch value {
-            case .null:
-                output.append("null")
-            case .bool(let flag):
-                output.append(flag ? "true" : "false")
-            case .number(let number):
-                try output.appendNumber(number, strict: strict)
-            case .string(let string):
-                output.appendString(string)
-            case .array(let items):
+        var next = root  // the value to write now: the root, or an array or object met inside `open`
+        descend: while true {
+            if try !writeScalar(next, to: &output, strict: strict) {
                 // An empty container is a level too, as it is for the parser.
                 try checkDepth(depth, strict: strict)
-                guard let first = items.first else {
-                    output.append("[]")
-                    break
+                let container: OpenContainer
+                if case .object(let members) = next {
+                    container = OpenContainer(isObject: true, keys: members.keys.elements,
+                                              values: members.values.elements)
+                } else if case .array(let items) = next {
+                    container = OpenContainer(isObject: false, values: items)
+                } else {
+                    preconditionFailure("writeScalar declines only arrays and objects")
                 }
-                output.append(ASCII.openBracket)
-                if depth > 0 { enclosing.append(open) }
-                depth += 1
-                open = OpenContainer(isObject: false, items: items)
-                value = first
-                continue
-            case .object(let members):
-                try checkDepth(depth, strict: strict)
-                guard let (key, first) = members.elements.first else {
-                    output.append("{}")
-                    break
+                if container.values.isEmpty {
+                    output.append(container.isObject ? "{}" : "[]")
+                } else {
+                    output.append(container.isObject ? ASCII.openBrace : ASCII.openBracket)
+                    if depth > 0 { enclosing.append(open) }
+                    depth += 1
+                    open = container
                 }
-                output.append(ASCII.openBrace)
-                if depth > 0 { enclosing.append(open) }
-                depth += 1
-                open = OpenContainer(isObject: true, members: members)
-                output.appendString(key)
-                output.append(ASCII.colon)
-                value = first
-                continue
             }
 
-            // `value` is written: go on to the next item of the innermost container, closing finished ones.
-            while true {
-                guard depth > 0 else { return }
-                open.position += 1
-                if open.isObject, open.position < open.members.count {
-                    output.append(ASCII.comma)
-                    output.appendString(open.members.keys[open.position])
-                    output.append(ASCII.colon)
-                    value = open.members.values[open.position]
-                    break
-                }
-                if !open.isObject, open.position < open.items.count {
-                    output.append(ASCII.comma)
-                    value = open.items[open.position]
-                    break
+            // Write the items of the innermost container, scalars in place; an array or object among them is
+            // opened by the outer loop. Finished containers are closed on the way out.
+            while depth > 0 {
+                while open.position < open.values.count {
+                    let index = open.position
+                    open.position += 1
+                    if index > 0 { output.append(ASCII.comma) }
+                    if open.isObject {
+                        output.appendString(open.keys[index])
+                        output.append(ASCII.colon)
+                    }
+                    if try !writeScalar(open.values[index], to: &output, strict: strict) {
+                        next = open.values[index]
+                        continue descend
+                    }
                 }
                 output.append(open.isObject ? ASCII.closeBrace : ASCII.closeBracket)
                 depth -= 1
                 open = enclosing.popLast() ?? OpenContainer()
             }
+            return
         }
+    }
+
+    /// Writes `value` if it is a scalar and returns true; returns false, writing nothing, for an array or object.
+    @inline(__always)
+    private static func writeScalar(_ value: JSON, to output: inout JSONOutput, strict: Bool) throws -> Bool {
+        switch value {
+        case .null: output.append("null")
+        case .bool(let flag): output.append(flag ? "true" : "false")
+        case .number(let number): try output.appendNumber(number, strict: strict)
+        case .string(let string): output.appendString(string)
+        case .array, .object: return false
+        }
+        return true
     }
 
     /// Refuses to open a container deeper than the parser would accept back.

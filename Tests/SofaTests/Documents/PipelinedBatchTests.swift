@@ -72,6 +72,52 @@ import Testing
         expectSound(reopened)
     }
 
+    /// An ID above every one in an overlay of new IDs is known new by one comparison
+    /// (``WriteBatch/record(_:forEdit:)``); IDs below the overlay's, stored ones, and ones the batch wrote are
+    /// still found, before and after chunks.
+    @Test func idsAboveTheOverlayAreNewAndOthersAreStillFound() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch {
+            for i in stride(from: 0, to: 300, by: 2) { try db.put(["n": .number(Double(i))], id: Self.id(i)) }
+        }
+        var expected = Dictionary(uniqueKeysWithValues: stride(from: 0, to: 300, by: 2).map {
+            (Self.id($0), ["n": .number(Double($0))] as JSON)
+        })
+        try db.inBatch {
+            for i in 300..<(300 + 2 * WriteBatch.pipelineChunk + 40) {
+                try db.put(["n": .number(Double(i))], id: Self.id(i))
+                expected[Self.id(i)] = ["n": .number(Double(i))]
+                if i % 97 == 0 {
+                    // A stored ID, and one this batch wrote (in the overlay, in flight or applied): conflicts.
+                    let batchWrote = [i - 1, i - WriteBatch.pipelineChunk].filter { $0 >= 300 }
+                    for existing in [i % 300 / 2 * 2] + batchWrote {
+                        let error = #expect(throws: SofaError.self) { try db.put(["x": 1], id: Self.id(existing)) }
+                        #expect(error?.code == .conflict, "document \(existing)")
+                    }
+                    // A new ID below the stored ones, then the ascending run goes on.
+                    let below = i % 300 / 2 * 2 + 1
+                    try db.put(["below": .number(Double(below))], id: Self.id(below))
+                    expected[Self.id(below)] = ["below": .number(Double(below))]
+                    let again = #expect(throws: SofaError.self) { try db.put(["x": 1], id: Self.id(below)) }
+                    #expect(again?.code == .conflict)
+                }
+            }
+        }
+        // An overlay that starts below stored IDs is not above the trees: a stored ID above its last is found.
+        try db.inBatch {
+            try db.put(["n": 1], id: Self.id(1))
+            expected[Self.id(1)] = ["n": 1]
+            let error = #expect(throws: SofaError.self) { try db.put(["x": 1], id: Self.id(2)) }
+            #expect(error?.code == .conflict)
+        }
+        #expect(db.documentCount == expected.count)
+        for (id, properties) in expected {
+            #expect(try db.document(id: id)?.userProperties == properties, "\(id)")
+        }
+        expectSound(db)
+    }
+
     @Test func aBatchOfUpdatesIsNotPipelined() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())

@@ -84,6 +84,55 @@ import Testing
         #expect(try value.serialized() == #"{"a\"b":1,"line\nbreak":2}"#)
     }
 
+    /// Short strings are copied to the output first and scanned there a word at a time: an escape at any
+    /// position of any length up to a few words, and non-ASCII around it, must come out as escaped byte by byte.
+    @Test func escapesAtEveryPositionOfShortStrings() throws {
+        func expected(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += #"\""#
+                case "\\": out += #"\\"#
+                case "\n": out += #"\n"#
+                case "\u{1}": out += #"\u0001"#
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        for length in 0...33 {
+            let plain = String(repeating: "x", count: length)
+            #expect(try JSON.string(plain).serialized() == expected(plain))
+            for position in 0..<length {
+                for special in ["\"", "\\", "\n", "\u{1}", "é"] {
+                    var scalars = Array(plain.unicodeScalars)
+                    scalars[position] = special.unicodeScalars.first!
+                    var text = ""
+                    text.unicodeScalars.append(contentsOf: scalars)
+                    #expect(try JSON.string(text).serialized() == expected(text))
+                    let asKey: JSON = [text: .string(text)]
+                    #expect(try asKey.serialized() == "{\(expected(text)):\(expected(text))}")
+                }
+            }
+        }
+    }
+
+    /// Scalars are written in place and arrays and objects opened from inside the loop over their container:
+    /// containers among scalars, empty ones included, at several depths, keep their order and separators.
+    @Test func containersAmongScalars() throws {
+        let value: JSON = [
+            "a": 1, "empty": [:], "list": [1, [], ["x": [true, nil, "s"]], [[]], "t"], "b": "two",
+            "inner": ["deeper": ["deepest": [:]], "n": -0.5], "c": nil,
+        ]
+        let text = #"{"a":1,"empty":{},"list":[1,[],{"x":[true,null,"s"]},[[]],"t"],"b":"two","#
+            + #""inner":{"deeper":{"deepest":{}},"n":-0.5},"c":null}"#
+        #expect(try value.serialized() == text)
+        #expect(try JSON(parsing: text) == value)
+        #expect(try JSON.array([]).serialized() == "[]")
+        #expect(try JSON.object([:]).serialized() == "{}")
+        #expect(try JSON.string("root").serialized() == #""root""#)
+    }
+
     @Test func nestingLimitMatchesTheParser() throws {
         var value: JSON = []
         for _ in 1..<JSON.maximumNestingDepth { value = [value] }
