@@ -106,11 +106,14 @@ final class WriteBatch {
     /// bulk load's case), any other is found by binary search — no hashing per put.
     @exclusivity(unchecked) private var index: [DocumentKey: Int] = [:]
     /// Whether every ID in the (sorted, non-empty) overlay was above every ID stored or in flight when it was
-    /// added. The trees gain IDs only from the overlay, which empties it, so it stays so; then an ID above the
-    /// overlay's last is new with one comparison, and none against the trees (D1's lookups).
+    /// added. The trees gain IDs only from the overlay and the log's pending changes, both at a flush or hand-off,
+    /// which empties the overlay, so it stays so; then an ID above the overlay's last and not in the log
+    /// (``record(_:forEdit:)`` looks there first) is new with one comparison, and none against the trees (D1's
+    /// lookups).
     @exclusivity(unchecked) private var overlayAboveTrees = false
-    /// Whether the last ``record(_:forEdit:)`` found its ID absent and above every ID in the overlay, stored or
-    /// in flight: the save that follows (``setPending(_:_:absent:)``) appends it in order without comparing.
+    /// Whether the last ``record(_:forEdit:)`` found its ID absent (not in the log either) and above every ID in
+    /// the overlay, stored or in flight: the save that follows (``setPending(_:_:absent:)``) appends it in order
+    /// without comparing. Cleared by a flush and a hand-off, which empty the overlay.
     @exclusivity(unchecked) private var lastMissAboveAll = false
     @exclusivity(unchecked) var pendingBytes = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
@@ -281,6 +284,7 @@ final class WriteBatch {
         changes.reserveCapacity(WriteBatch.pipelineChunk)
         changesAreSorted = true
         pendingBytes = 0
+        lastMissAboveAll = false
         inFlight = job
         chunksHandedOff += 1
         WriteBatch.queue.async(group: job.done) { job.run() }
@@ -311,12 +315,14 @@ final class WriteBatch {
             // freeing them (callgrind, D1).
             let flushed = Flushed(changes: changes, actions: consume actions)
             changes = []  // their last references are now `flushed`'s
+            changes.reserveCapacity(WriteBatch.pipelineChunk)
             WriteBatch.queue.async { flushed.free() }
         } else {
             changes.removeAll(keepingCapacity: true)
         }
         changesAreSorted = true
         pendingBytes = 0
+        lastMissAboveAll = false
     }
 
     /// A flushed overlay on its way to be freed on the flush queue (``flush()``).

@@ -194,6 +194,31 @@ import Testing
         expectSound(db)
     }
 
+    /// A batch appending IDs above the trees answers "absent" for an ID above its overlay with one comparison;
+    /// the log's pending changes are looked up first, so a document the log holds is never taken for new — before
+    /// a hand-off and with the log in the chunk in flight — and a fold writes log IDs that fall between the
+    /// batch's own.
+    @Test func aBatchAboveTheTreesStillSeesTheLog() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        try db.inBatch { for i in 0..<50 { try db.put(Self.body(i), id: "a-\(1000 + i)") } }
+        let logged = try db.put(["v": 5], id: "z-5")
+        try db.put(["v": 3], id: "m-1003x")  // sorts between the batch's m- IDs
+        try db.inBatch {
+            for i in 0..<10 { try db.put(Self.body(i), id: "m-\(1000 + i)") }
+            expectSofaError(.conflict) { try db.put(["new": true], id: "z-5") }
+            for i in 10..<(WriteBatch.pipelineChunk + 20) { try db.put(Self.body(i), id: "m-\(1000 + i)") }
+            #expect(db.documents.batch?.chunksHandedOff == 1)
+            expectSofaError(.conflict) { try db.put(["new": true], id: "z-5") }
+            expectSofaError(.conflict) { try db.put(["new": true], id: "m-1003x") }
+        }
+        #expect(try db.readSnapshot().pending.isEmpty)
+        #expect(try db.document(id: "z-5")?.revisionID == logged.revisionID)
+        #expect(try db.document(id: "m-1003x")?.userProperties == ["v": 3])
+        #expect(db.documentCount == 52 + WriteBatch.pipelineChunk + 20)
+        expectSound(db)
+    }
+
     /// Compaction writes the pending changes into the new file's trees; the compacted file has no log.
     @Test func compactionFoldsTheLog() throws {
         let dir = TemporaryDatabaseDirectory()
