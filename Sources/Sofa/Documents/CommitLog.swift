@@ -392,34 +392,61 @@ extension DocumentSnapshot {
     /// Stop by returning false.
     func forEachByID(in range: KeyRange = .all, descending: Bool = false,
                      _ body: (_ leaf: Node, _ index: Int) throws -> Bool) throws {
+        try forEachByIDSpan(in: range, descending: descending) { leaf, span in
+            if descending {
+                for i in span.reversed() where try !body(leaf, i) { return false }
+            } else {
+                for i in span where try !body(leaf, i) { return false }
+            }
+            return true
+        }
+    }
+
+    /// ``forEachByID(in:descending:_:)`` a run of one leaf at a time, as ``BTree/forEachSpan(in:descending:skip:_:)``
+    /// hands them out (entries in ascending index order; the caller visits them in descending order when
+    /// `descending`): the tree's spans, cut where a pending change goes in, and each pending change as a span of one
+    /// in ``PendingChanges/leaf``. A scan keeps its leaf-at-a-time pass; the cuts cost one search per pending change
+    /// in the range, not a comparison per entry.
+    func forEachByIDSpan(in range: KeyRange = .all, descending: Bool = false,
+                         _ body: (_ leaf: Node, _ span: ClosedRange<Int>) throws -> Bool) throws {
         guard let leaf = pending.leaf else {
-            return try byID.forEachEntry(in: range, descending: descending, body)
+            return try byID.forEachSpan(in: range, descending: descending, body)
         }
         var mine = (0..<leaf.count).filter { range.contains(leaf.key($0)) }
         if descending { mine.reverse() }
         var next = 0
         var stopped = false
-        try byID.forEachEntry(in: range, descending: descending) { node, i in
-            let key = node.key(i)
-            while next < mine.count {
-                let order = compareBytes(leaf.key(mine[next]), key)
-                if descending ? order < 0 : order > 0 { break }
-                let p = mine[next]
-                next += 1
-                if try !body(leaf, p) {
-                    stopped = true
-                    return false
+        try byID.forEachSpan(in: range, descending: descending) { node, span in
+            // `low...high` is what is left of the span to hand out; pending changes cut it from the end the scan
+            // starts at (the low end ascending, the high end descending).
+            var low = span.lowerBound, high = span.upperBound
+            while next < mine.count, low <= high {
+                let key = leaf.key(mine[next])
+                if descending {
+                    let cut = min(node.lowerBound(key, strictly: true) - 1, high)  // the last tree entry ≤ key
+                    guard cut >= low else { break }  // the pending change comes after this span
+                    let replaces = compareBytes(node.key(cut), key) == 0
+                    if cut + 1 <= high, try !body(node, (cut + 1)...high) { stopped = true; return false }
+                    if try !body(leaf, mine[next]...mine[next]) { stopped = true; return false }
+                    high = replaces ? cut - 1 : cut
+                } else {
+                    let cut = max(node.lowerBound(key), low)  // the first tree entry ≥ key
+                    guard cut <= high else { break }
+                    let replaces = compareBytes(node.key(cut), key) == 0
+                    if low <= cut - 1, try !body(node, low...(cut - 1)) { stopped = true; return false }
+                    if try !body(leaf, mine[next]...mine[next]) { stopped = true; return false }
+                    low = replaces ? cut + 1 : cut
                 }
-                if order == 0 { return true }  // the pending change replaced this entry
+                next += 1
             }
-            if try !body(node, i) {
+            if low <= high, try !body(node, low...high) {
                 stopped = true
                 return false
             }
             return true
         }
         while !stopped, next < mine.count {
-            if try !body(leaf, mine[next]) { return }
+            if try !body(leaf, mine[next]...mine[next]) { return }
             next += 1
         }
     }

@@ -61,14 +61,15 @@ extension Query {
                 // CPU overlaps (at 1M documents the leaves are ~200 MB, and an entry's first touch is a cache
                 // miss), then the entries are offered.
                 let range = try idRange()
-                guard snapshot.pending.isEmpty else {
-                    // Pending changes go in between the tree's entries: entry by entry.
-                    try snapshot.forEachByID(in: range, descending: descending) { leaf, i in
-                        try offerEntry(leaf: leaf, index: i, source: source, to: &collector)
+                // Pending changes of the commit log cut the tree's spans (and no tree skip is taken then).
+                let spans = { (body: (Node, ClosedRange<Int>) throws -> Bool) throws in
+                    if treeSkip > 0 {
+                        try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip), body)
+                    } else {
+                        try snapshot.forEachByIDSpan(in: range, descending: descending, body)
                     }
-                    return collector.output
                 }
-                try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
+                try spans { leaf, span in
                     try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { flags in
                         let first = span.lowerBound
                         for i in span {

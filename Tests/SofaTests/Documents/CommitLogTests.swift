@@ -111,16 +111,18 @@ import Testing
     @Test func queriesReadThroughPendingChanges() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
-        try db.inBatch { for i in stride(from: 0, to: 200, by: 2) { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
+        // Enough documents for many leaves, so that pending changes cut spans of several of them.
+        try db.inBatch { for i in stride(from: 0, to: 4000, by: 2) { try db.put(Self.body(i), id: "doc-\(1000 + i)") } }
         // Pending: new documents between and after the tree's, updates, a deletion and a conflict.
-        for i in stride(from: 1, to: 40, by: 6) { try db.put(Self.body(i), id: "doc-\(1000 + i)") }
+        for i in stride(from: 1, to: 40, by: 6) + [1501, 2999, 3999] { try db.put(Self.body(i), id: "doc-\(1000 + i)") }
         try db.put(Self.body(999), id: "zzz")
         try db.put(Self.body(998), id: "aaa")
         try db.put(["v": 2], id: "doc-1010", rev: db.document(id: "doc-1010")!.revisionID)
         try db.delete(id: "doc-1020", rev: db.document(id: "doc-1020")!.revisionID)
         let base = try #require(try db.document(id: "doc-1030")).revisionID
         try db.forceInsert(["branch": true], id: "doc-1030", revisionHistory: ["2-ab", base])
-        #expect(try db.readSnapshot().pending.entries.count == 12)
+        #expect(try db.readSnapshot().pending.entries.count == 15)
+        #expect(try db.readSnapshot().byID.verify().statistics.leafNodes > 5)
 
         func everyAnswer() throws -> [String] {
             var out: [String] = []
