@@ -95,11 +95,10 @@ extension Database {
         try checkOpen()
         let storage = documents.storage
         let commit = storage.latestCommit  // the newest commit, read once: its metadata and its chain agree
-        let snapshot = (storage: storage, path: storage.path)
-        let metadata = try DocumentFile.metadata(in: commit, path: snapshot.path)
+        let metadata = try DocumentFile.metadata(in: commit, path: storage.path)
         guard metadata.logHead != 0 else { return [] }
         return try PendingChanges.records(head: metadata.logHead, length: metadata.logLength, commit: commit,
-                                          storage: snapshot.storage).map {
+                                          storage: storage).map {
             LogRecordSummary(offset: $0.offset, previous: $0.previous, entries: $0.entries.count,
                              storedBytes: $0.storedBytes, firstID: $0.entries.first?.id ?? [],
                              lastID: $0.entries.last?.id ?? [])
