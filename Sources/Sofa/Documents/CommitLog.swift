@@ -406,12 +406,14 @@ extension DocumentSnapshot {
     /// hands them out (entries in ascending index order; the caller visits them in descending order when
     /// `descending`): the tree's spans, cut where a pending change goes in, and each pending change as a span of one
     /// in ``PendingChanges/leaf``. A scan keeps its leaf-at-a-time pass; the cuts cost one search per pending change
-    /// in the range, not a comparison per entry.
-    func forEachByIDSpan(in range: KeyRange = .all, descending: Bool = false,
+    /// in the range, not a comparison per entry. `skip` rows are skipped by the tree's stored counts, which do not
+    /// count pending changes: only without any (a caller skips rows itself otherwise).
+    func forEachByIDSpan(in range: KeyRange = .all, descending: Bool = false, skip: UInt64 = 0,
                          _ body: (_ leaf: Node, _ span: ClosedRange<Int>) throws -> Bool) throws {
         guard let leaf = pending.leaf else {
-            return try byID.forEachSpan(in: range, descending: descending, body)
+            return try byID.forEachSpan(in: range, descending: descending, skip: skip, body)
         }
+        precondition(skip == 0, "the tree's counts cannot skip rows that pending changes interleave")
         var mine = (0..<leaf.count).filter { range.contains(leaf.key($0)) }
         if descending { mine.reverse() }
         var next = 0

@@ -62,14 +62,7 @@ extension Query {
                 // miss), then the entries are offered.
                 let range = try idRange()
                 // Pending changes of the commit log cut the tree's spans (and no tree skip is taken then).
-                let spans = { (body: (Node, ClosedRange<Int>) throws -> Bool) throws in
-                    if treeSkip > 0 {
-                        try snapshot.byID.forEachSpan(in: range, descending: descending, skip: UInt64(treeSkip), body)
-                    } else {
-                        try snapshot.forEachByIDSpan(in: range, descending: descending, body)
-                    }
-                }
-                try spans { leaf, span in
+                try snapshot.forEachByIDSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
                     try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: span.count) { flags in
                         let first = span.lowerBound
                         for i in span {
