@@ -116,20 +116,24 @@ import Testing
     /// single-document commits leave a log chain in the newest commit.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["SOFA_GOLDEN_WRITE"] == "2-log"))
     func writeV2Log() throws {
-        let path = Self.fixtures + "/v2-log/music.sofa"
-        #expect(!FileManager.default.fileExists(atPath: path), "v2-log/ exists: golden files are never regenerated")
-        try FileManager.default.createDirectory(atPath: Self.fixtures + "/v2-log", withIntermediateDirectories: true)
+        try Self.generateFixture("v2-log")
+    }
+
+    /// Makes `fixtures/version/music.sofa` with the v1 generator, refusing to overwrite it, and returns its path.
+    @discardableResult
+    static func generateFixture(_ version: String) throws -> String {
+        let path = fixtures + "/\(version)/music.sofa"
+        #expect(!FileManager.default.fileExists(atPath: path), "\(version)/ exists: golden files are never regenerated")
+        try FileManager.default.createDirectory(atPath: fixtures + "/\(version)", withIntermediateDirectories: true)
         try GoldenV1.generate(at: path)
+        return path
     }
 
     /// Writes `v2/music.sofa`: the v1 generator's data, made by format version 2, plus a grouped query on a
     /// writable database so the declarative view's index holds group level 1.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["SOFA_GOLDEN_WRITE"] == "2"))
     func writeV2() throws {
-        let path = Self.fixtures + "/v2/music.sofa"
-        #expect(!FileManager.default.fileExists(atPath: path), "v2/ exists: golden files are never regenerated")
-        try FileManager.default.createDirectory(atPath: Self.fixtures + "/v2", withIntermediateDirectories: true)
-        try GoldenV1.generate(at: path)
+        let path = try Self.generateFixture("v2")
         let db = try Database(path: path)
         var query = try #require(db.existingView(named: "byGenre")).createQuery()
         query.groupLevel = 1
