@@ -47,8 +47,8 @@ import Testing
         var chunks: [(offset: UInt64, bytes: [UInt8])] = []
         do {
             let file = try StorageFile(path: path)
-            for i in 0..<40 {
-                let bytes = [UInt8](repeating: UInt8(i), count: 4000)
+            for i in 0..<(StorageFile.oneSyncLimit / 4000 + 10) {
+                let bytes = [UInt8](repeating: UInt8(i & 0xff), count: 4000)
                 chunks.append((try bytes.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }.offset,
                                bytes))
             }

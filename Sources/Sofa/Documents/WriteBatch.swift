@@ -12,9 +12,10 @@ import SofaStorage
 /// appended since the last commit.
 ///
 /// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
-/// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) while the
-/// writer goes on putting into a fresh overlay: a large batch's flush runs on the second core, and at commit
-/// only the last chunk is left. At most one job is in flight. While it is, that thread owns the working trees
+/// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) and syncs
+/// what it wrote (``StorageFile/flushAppendedStartingSync()``) while the writer goes on putting into a fresh
+/// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
+/// is left. At most one job is in flight. While it is, that thread owns the working trees
 /// and the storage file's writer state: the writer touches neither until it has joined the job (``join()``) —
 /// every read that must consult the trees, every append of its own (a body chunk), the next hand-off, the
 /// commit and the rollback join first. A read of an ID above every ID stored or in flight answers without
@@ -72,6 +73,8 @@ final class WriteBatch {
                 (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
                                                                              logged: logged),
                                                           byID: byID, bySequence: bySequence)
+                // The chunk's nodes go to the disk now, beside the writer's next puts: the commit syncs the rest.
+                try byID.file.flushAppendedStartingSync()
             } catch {
                 self.error = error
             }

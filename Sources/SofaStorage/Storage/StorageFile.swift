@@ -111,9 +111,12 @@ public final class StorageFile: @unchecked Sendable {
     /// does not check one by one (a batch whose reads may flush and fail) compares this before committing them.
     /// Writer only.
     public private(set) var discardCount = 0
-    /// The writeback hint in progress (``flushAppendedStartingWriteback()``), on ``writebackQueue``: waited for
-    /// before the descriptor is synced, cut or closed (``finishWriteback()``).
+    /// The writeback hint or early sync in progress (``flushAppendedStartingWriteback()``,
+    /// ``flushAppendedStartingSync()``), on ``writebackQueue``: waited for before the descriptor is synced, cut
+    /// or closed (``finishWriteback()``).
     private var writebackInFlight: DispatchGroup?
+    /// The early sync in progress, whose failure ``finishWriteback()`` makes the file's.
+    private var earlySync: EarlySync?
     /// `sync_file_range` blocks while the disk's queue is full (2–18 ms for V6's ~40 MiB): the hint is given
     /// from here so that the writer goes on meanwhile.
     /// Concurrent: one file's hint, blocked on a full disk queue, does not hold back another file's.
@@ -143,8 +146,17 @@ public final class StorageFile: @unchecked Sendable {
     }
 
     /// The most data a one-sync commit may have; larger commits sync their data before the header, so that
-    /// opening never reads more than this to check the newest commit (FORMAT.md §11).
-    package static let oneSyncLimit = 64 << 10
+    /// opening never reads more than this to check the newest commit (FORMAT.md §11). 1 MiB: a batch of 1,000
+    /// documents (~125 KiB) syncs once, not twice (BENCHMARKS.md §3, "D1, eighth round").
+    package static let oneSyncLimit = 1 << 20
+
+    /// The least data since the last commit that ``flushAppendedStartingWriteback()`` starts writing back and
+    /// ``flushAppendedStartingSync()`` syncs: below it the commit's own `fdatasync` costs about the same.
+    package static let earlyWritebackMinimum = 32 << 10
+
+    /// The zero tail ``flushAppendedStartingSync()`` keeps ahead of the data written: when less is left, it
+    /// extends the tail before it syncs, so that the commit writes into synced zeros.
+    static let zeroTailReserve: UInt64 = 256 << 10
 
     /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
     /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
@@ -494,7 +506,7 @@ public final class StorageFile: @unchecked Sendable {
             throw SofaError(.invalidArgument, "the file is closed", path: path)
         }
         if let failure {
-            throw SofaError(.writesRefused, "an earlier commit failed (\(failure.message)); reopen the file",
+            throw SofaError(.writesRefused, "an earlier sync or commit failed (\(failure.message)); reopen the file",
                             path: path)
         }
     }
@@ -533,18 +545,20 @@ public final class StorageFile: @unchecked Sendable {
         try flushPending()
     }
 
-    /// Writes the chunks appended so far to the file (as ``flushAppended()``) and, when they are more than a
-    /// one-sync commit holds and the file is durable, starts their writeback to the disk without waiting, so
-    /// that the commit's data `fdatasync` finds most of them written. For a writer with more work to do before
-    /// it commits (a view update recomputing its group aggregates). Writer only.
+    /// Writes the chunks appended so far to the file (as ``flushAppended()``) and, when they are at least
+    /// ``earlyWritebackMinimum`` and the file is durable, starts their writeback to the disk without waiting, so
+    /// that the commit's `fdatasync` finds most of them written. For a writer with more work to do before it
+    /// commits (a view update recomputing its group aggregates). Writer only.
     ///
     /// The hint is given on another thread (the call blocks while the disk's queue is full); the commit, a
     /// discard and `close()` wait for it first, so it never outlives the descriptor.
     package func flushAppendedStartingWriteback() throws {
         try flushPending()
         let start = latestCommit.endOffset
-        let end = flushedEnd.load(ordering: .relaxed)
-        guard options.durability == .full, end > start, end - start > UInt64(StorageFile.oneSyncLimit) else { return }
+        // Whole pages: the next append rewrites the last, partly filled one.
+        let end = flushedEnd.load(ordering: .relaxed) / 4096 * 4096
+        guard options.durability == .full, end > start, end - start >= UInt64(StorageFile.earlyWritebackMinimum)
+        else { return }
         finishWriteback()
         let group = DispatchGroup()
         let (system, fd) = (self.system, self.fd)
@@ -554,11 +568,51 @@ public final class StorageFile: @unchecked Sendable {
         writebackInFlight = group
     }
 
-    /// Waits for the writeback hint in progress, if any. Writer only.
+    /// With durability ``Durability/full`` (else it does nothing): writes the chunks appended so far to the file
+    /// (as ``flushAppended()``) and, when they are at least ``earlyWritebackMinimum``, `fdatasync`s them on
+    /// another thread while the writer goes on, so that the commit's own sync has only the rest to write
+    /// (FORMAT.md §11, "early syncs"). For a writer that appends in steps before one commit: a pipelined batch's
+    /// flush thread after each chunk. Before syncing it extends the zero tail when less than ``zeroTailReserve``
+    /// of it is left, so that the commit writes into synced zeros instead of growing the file. No sync is
+    /// started while the previous early sync is still running: the next call or the commit covers these bytes.
+    /// Writer only.
+    ///
+    /// The commit, a discard and `close()` wait for the sync first. A failed early sync makes the file refuse
+    /// writes until reopened, as a failed commit sync does (what reached the disk is unknown): the commit that
+    /// waits for it throws.
+    package func flushAppendedStartingSync() throws {
+        guard options.durability == .full else { return }  // nothing to sync: appends stay buffered
+        try flushPending()
+        let start = latestCommit.endOffset
+        let written = flushedEnd.load(ordering: .relaxed)
+        guard written > start, written - start >= UInt64(StorageFile.earlyWritebackMinimum) else { return }
+        if let group = writebackInFlight, group.wait(timeout: .now()) == .timedOut { return }
+        finishWriteback()
+        if let failure { throw failure }  // the previous early sync failed
+        if allocatedEnd < written + StorageFile.zeroTailReserve { extendZeroTail(beyond: written) }
+        let group = DispatchGroup()
+        let sync = EarlySync()
+        let (system, fd) = (self.system, self.fd)
+        StorageFile.writebackQueue.async(group: group) {
+            do { try system.fdatasync(fd) } catch { sync.failure = error }
+        }
+        writebackInFlight = group
+        earlySync = sync
+    }
+
+    /// An early sync's outcome: written by its task before it leaves the group, read by the writer after waiting.
+    private final class EarlySync: @unchecked Sendable {
+        var failure: (any Error)?
+    }
+
+    /// Waits for the writeback hint or early sync in progress, if any; a failed early sync becomes the file's
+    /// ``failure``. Writer only.
     private func finishWriteback() {
         guard let group = writebackInFlight else { return }
         group.wait()
         writebackInFlight = nil
+        if let error = earlySync?.failure, failure == nil { failure = StorageFile.error(error, path: path) }
+        earlySync = nil
     }
 
     /// Marks the start of reads by other threads below ``writtenLength`` (a parallel batch modify's leaf
@@ -741,6 +795,7 @@ public final class StorageFile: @unchecked Sendable {
         precondition(roots.count <= CommitHeader.maximumRoots, "too many roots")
         try finishBackgroundWrite()
         finishWriteback()
+        if let failure { throw failure }  // an early sync failed
         let previous = latestCommit
         let durable = options.durability == .full
         let written = flushedEnd.load(ordering: .relaxed)
@@ -810,15 +865,25 @@ public final class StorageFile: @unchecked Sendable {
     /// the partial tail is cut off again and the commit goes on without it.
     private func preallocate(after end: UInt64) {
         guard end >= allocatedEnd else { return }
+        extendZeroTail(beyond: end)
+    }
+
+    /// Writes zeros from the file's end (``allocatedEnd``, at or after `end`) to an eighth of `end` after `end`,
+    /// at least ``minimumZeroTail`` and at most ``preallocationStep``, up to a 4 KiB boundary: a tail after
+    /// whatever commit ends at or after `end` stays shorter than the step plus 4 KiB, as opening assumes
+    /// (FORMAT.md §6). Best effort: if the zeros do not fit (a full disk), the partial tail is cut off again.
+    private func extendZeroTail(beyond end: UInt64) {
         let extra = min(UInt64(StorageFile.preallocationStep), max(UInt64(StorageFile.minimumZeroTail), end / 8))
         let target = (end + extra + 4095) / 4096 * 4096
+        let from = allocatedEnd
+        guard target > from else { return }
         do {
             try StorageFile.zeros.withUnsafeBytes { b in
-                try system.pwriteAll(fd, UnsafeRawBufferPointer(rebasing: b[..<Int(target - end)]), at: Int64(end))
+                try system.pwriteAll(fd, UnsafeRawBufferPointer(rebasing: b[..<Int(target - from)]), at: Int64(from))
             }
             allocatedEnd = target
         } catch {
-            try? system.ftruncate(fd, length: Int64(end))
+            try? system.ftruncate(fd, length: Int64(from))
         }
     }
 

@@ -144,6 +144,47 @@ import Testing
         #expect(failures >= 1 && successes >= 1, "the loop reached both failing and succeeding commits")
     }
 
+    /// The same for a pipelined batch (chunks applied and synced early on the flush thread, FORMAT.md §11
+    /// "early syncs"): whichever write or sync fails — a chunk's, a zero tail's, an early sync on its own thread,
+    /// the commit's — the reopened database holds the base or the whole batch.
+    @Test func pipelinedBatchFailingAtEveryWriteAndSyncIsAllOrNothing() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let count = 4 * WriteBatch.pipelineChunk + 10
+        var failures = 0, successes = 0
+        for point in 0..<20 {
+            let path = dir.database("pipelined\(point)")
+            let before = try Self.makeBase(path)
+            let faults = FaultInjectingSystemCalls()
+            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            faults.crashAfter(writesAndSyncs: point)
+            var random = SeededRandom(seed: 29)
+            let committed = try Self.commits(db, before: before, point: point) {
+                try db.inBatch {
+                    // IDs above the base's ("doc…"): the batch is pipelined.
+                    for i in 1...count {
+                        try db.put(PipelinedBatchTests.body(i, size: 300, random: &random), id: "pipe\(100_000 + i)")
+                    }
+                    #expect(try #require(db.documents.batch).chunksHandedOff == 4, "point \(point)")
+                }
+            }
+            faults.arm(nil)
+            try? db.close()
+            let reopened = try Database(path: path, options: testOptions())
+            let now = try Self.contents(reopened)
+            if committed || now != before {
+                successes += 1
+                #expect(now.count == before.count + count, "point \(point): the whole batch")
+            } else {
+                failures += 1
+            }
+            if !committed { #expect(now == before || successes > 0, "point \(point)") }
+            expectSound(reopened, "point \(point)")
+            try reopened.put(["later": true], id: "later")
+            try reopened.close()
+        }
+        #expect(failures >= 5 && successes >= 1, "the loop reached both failing and succeeding commits (\(failures), \(successes))")
+    }
+
     @Test func failedSyncRefusesWritesUntilReopened() throws {
         let dir = TemporaryDatabaseDirectory()
         let (path, before, db) = try Self.openFaulty(dir, durability: .full, fault: .init(call: .fdatasync, nth: 1))

@@ -200,6 +200,75 @@ import Testing
         expectSound(reopened)
     }
 
+    /// A durable pipelined batch syncs its chunks early, on another thread (``StorageFile/flushAppendedStartingSync()``):
+    /// more than one `fdatasync` per batch, of which the commit's is the last; the commit is still one one-sync
+    /// commit (its data check covers every chunk of the batch) and ends before a zero tail the early syncs made
+    /// durable, shorter than opening's look-back; the database reopens with all of it.
+    @Test func aDurableBatchSyncsItsChunksBeforeItsCommit() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        try Self.oneDocumentOverFaults(path).0.close()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        let storage = db.documents.storage
+        let before = storage.latestCommit
+        let syncsBefore = faults.count(.fdatasync)
+        var random = SeededRandom(seed: 17)
+        let count = 4 * WriteBatch.pipelineChunk + 10
+        try db.inBatch {
+            for i in 1...count { try db.put(Self.body(i, size: 300, random: &random), id: Self.id(i)) }
+            #expect(try #require(db.documents.batch).chunksHandedOff == 4)
+        }
+        let syncs = faults.count(.fdatasync) - syncsBefore
+        #expect(syncs >= 2, "early syncs besides the commit's (\(syncs))")
+        let header = storage.latestCommit
+        #expect(header.endOffset - before.endOffset > UInt64(StorageFile.earlyWritebackMinimum) * 4)
+        #expect(header.dataCheck?.start == before.endOffset, "one one-sync commit")
+        var status = stat()
+        #expect(stat(storage.path, &status) == 0)
+        let fileSize = UInt64(status.st_size)
+        #expect(fileSize > header.endOffset, "a zero tail after the commit")
+        #expect(fileSize - header.endOffset < UInt64(StorageFile.preallocationStep + 4096))
+        expectSound(db)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(reopened.documentCount == count + 1)
+        #expect(reopened.documents.storage.latestCommit.offset == header.offset, "found at the end, past its tail")
+        expectSound(reopened)
+    }
+
+    /// An early sync that fails on its own thread fails the commit that waits for it, and the handle refuses
+    /// writes until reopened (what reached the disk is unknown), as after a failed commit sync; nothing of the
+    /// batch is kept.
+    @Test func aFailedEarlySyncFailsTheCommitAndRefusesWrites() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        let (setup, first, _) = try Self.oneDocumentOverFaults(path)
+        try setup.close()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        faults.arm(.init(call: .fdatasync, nth: 1))
+        var random = SeededRandom(seed: 19)
+        expectSofaError(.ioError) {
+            try db.inBatch {
+                for i in 1...(4 * WriteBatch.pipelineChunk) {
+                    try db.put(Self.body(i, size: 300, random: &random), id: Self.id(i))
+                }
+            }
+        }
+        #expect(faults.failuresInjected == 1)
+        faults.arm(nil)
+        expectSofaError(.writesRefused) { try db.put(["n": 1], id: "after") }
+        #expect(db.documentCount == 1)
+        #expect(try db.document(id: Self.id(0)) == first)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(reopened.documentCount == 1)
+        #expect(try reopened.document(id: Self.id(1)) == nil)
+        try reopened.put(["n": 2], id: "later")
+        expectSound(reopened)
+    }
+
     /// A failed write whose error reaches a read the caller ignores has discarded chunks the batch's records
     /// point at: the batch must not commit them (it did before the discard count was checked, leaving a record
     /// whose body offset held a tree node).
