@@ -40,7 +40,8 @@ final class WriteBatch {
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
     /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
-        /// Emptied once applied, so that the records are freed on the flush thread, not the writer's.
+        /// Kept after the job is applied: the writer frees them while the next chunk is applied
+        /// (``handOff()``), or the flush queue does at commit (``flush()``).
         private(set) var changes: Changes
         let sorted: Bool
         /// The log's pending changes the chunk writes into the trees too (the batch's first chunk only).
@@ -63,12 +64,14 @@ final class WriteBatch {
             self.largestID = largestID
         }
 
+        /// Drops the chunk's changes (on whichever thread is to free them).
+        func free() {
+            changes = []
+            logged = []
+        }
+
         /// Applies the chunk (on the flush thread).
         func run() {
-            defer {
-                changes = []
-                logged = []
-            }
             do {
                 (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
                                                                              logged: logged),
@@ -127,6 +130,10 @@ final class WriteBatch {
     private var largestID: (root: UInt64, key: [UInt8])?
     /// The chunk being applied on the flush thread, if any.
     private var inFlight: FlushJob?
+    /// The chunk applied last, joined but not yet freed: its records (allocated on the writer's thread) are
+    /// freed there while the flush thread applies the next chunk (``handOff()``) — the flush thread is the
+    /// longer side of D1's pipeline, and freeing was ~20 % of its work (BENCHMARKS.md §3, "D1, eighth round").
+    private var applied: FlushJob?
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
     /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
@@ -247,6 +254,7 @@ final class WriteBatch {
         guard let job = inFlight else { return }
         job.done.wait()
         inFlight = nil
+        applied = job
         if let error = job.error {
             failure = failure ?? error
             chunkLost = true
@@ -291,11 +299,17 @@ final class WriteBatch {
         inFlight = job
         chunksHandedOff += 1
         WriteBatch.queue.async(group: job.done) { job.run() }
+        applied = nil  // the chunk before it, freed here while the flush thread works
     }
 
     /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
     func flush() throws {
         join()
+        if let done = applied {
+            // The writer has its own flush to do now, and the flush thread nothing: the queue frees them.
+            applied = nil
+            WriteBatch.queue.async { done.free() }
+        }
         if chunkLost, let failure { throw failure }
         if let failure { throw failure }
         // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
