@@ -302,8 +302,19 @@ final class WriteBatch {
         applied = nil  // the chunk before it, freed here while the flush thread works
     }
 
+    /// The overlay's changes as tree actions for the ``flush(encoded:)`` that follows, encoded while the chunk in
+    /// flight is still being applied: the encoding reads only the overlay (and the log's pending changes, which a
+    /// hand-off has emptied), so a commit does it while it would otherwise wait for the join. Nil when no chunk is
+    /// in flight (nothing to overlap) or the overlay is empty.
+    func encodedAheadOfFlush() -> Actions? {
+        guard inFlight != nil, failure == nil, !changes.isEmpty else { return nil }
+        return WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+    }
+
     /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
-    func flush() throws {
+    ///
+    /// - Parameter encoded: ``encodedAheadOfFlush()``'s actions, when nothing changed the overlay since.
+    func flush(encoded: consuming Actions? = nil) throws {
         join()
         if let done = applied {
             // The writer has its own flush to do now, and the flush thread nothing: the queue frees them.
@@ -316,7 +327,7 @@ final class WriteBatch {
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
         guard !changes.isEmpty else { return }
         touchedTrees = true
-        let actions = WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+        let actions = encoded ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
             (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
@@ -515,6 +526,7 @@ extension DocumentFile {
     /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
+        let encoded = b.encodedAheadOfFlush()  // while the last chunk may still be applied
         b.join()  // the storage file is the writer's again before anything below touches it
         batch = nil
         guard b.lastSequence != b.startSequence else {
@@ -526,7 +538,7 @@ extension DocumentFile {
             if let entries = b.logEntries(lengthLimit: logLengthLimit) {
                 return (b.startSequence + 1, b.lastSequence, try commitLogRecord(entries, of: b))
             }
-            try b.flush()
+            try b.flush(encoded: encoded)
             try checkNothingDiscarded(since: b)
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
