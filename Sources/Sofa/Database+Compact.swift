@@ -98,8 +98,9 @@ extension DocumentFile {
         } catch {
             syncError = StorageFile.error(error, path: finalPath)
         }
-        let options = StorageOptions(readOnly: false, durability: durability, create: false,
+        var options = StorageOptions(readOnly: false, durability: durability, create: false,
                                      fileKind: DocumentFile.fileKind, nodeCacheBytes: cacheBytes)
+        options.compressionAcceleration = DocumentFile.compressionAcceleration
         let newFile: StorageFile
         do {
             newFile = try StorageFile(path: finalPath, options: options, system: system)

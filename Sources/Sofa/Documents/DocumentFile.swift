@@ -57,10 +57,17 @@ final class DocumentFile: @unchecked Sendable {
     /// the file: the snapshot holds its file, and a file holding it back would never be released.
     private let newestSnapshot = Lock<DocumentSnapshot?>(nil)
 
+    /// LZ4's acceleration for the document file's appends (its leaves hold the bodies): 2 took 8 % of the
+    /// instructions off a pipelined batch's flush thread, whose LZ4 was a third of its work, for 3 % more file
+    /// after D1 (129 against 125 bytes per document; BENCHMARKS.md §3, "D1, eighth round"). Compaction's bulk
+    /// load keeps acceleration 1.
+    static let compressionAcceleration: Int32 = 2
+
     init(path: String, options: StorageOptions, revisionDepth: Int, inlineBodyLimit: Int = 1024,
          system: any SystemCalls) throws {
         var storageOptions = options
         storageOptions.fileKind = DocumentFile.fileKind
+        storageOptions.compressionAcceleration = DocumentFile.compressionAcceleration
         let storage = try StorageFile(path: path, options: storageOptions, system: system)
         current = Lock(storage)
         self.revisionDepth = revisionDepth

@@ -34,6 +34,9 @@ public struct StorageOptions: Sendable {
     /// The format version of a file this creates (FORMAT.md §12): 2, or 1 for files that builds reading only
     /// version 1 must open (two syncs per durable commit). An existing file keeps its own version.
     public var formatVersion: UInt32 = FileFormat.version
+    /// LZ4's acceleration for the chunks this handle compresses (1, the default, compresses best; higher values
+    /// trade ratio for speed). Only how new chunks are written: any file reads the same.
+    public var compressionAcceleration: Int32 = 1
 
     /// Options with defaults: writable, ``Durability/full``, create when missing, any kind, 64 MiB cache.
     public init(readOnly: Bool = false, durability: Durability = .full, create: Bool = true,
@@ -94,7 +97,7 @@ public final class StorageFile: @unchecked Sendable {
     private var spare: [UInt8] = []
     /// ``beginBackgroundWrites()`` not yet ended: while positive, a full buffer is written on ``writeQueue``.
     private var backgroundWriters = 0
-    private let compressor = Compressor()
+    private let compressor: Compressor
     private var failure: SofaError?
     /// CRC32C of every byte written since the last commit, while they are at most ``oneSyncLimit``.
     private var uncommittedCRC: UInt32 = 0
@@ -186,6 +189,7 @@ public final class StorageFile: @unchecked Sendable {
     package init(path: String, options: StorageOptions, system: any SystemCalls) throws {
         self.path = path
         self.options = options
+        compressor = Compressor(acceleration: max(1, options.compressionAcceleration))
         self.system = system
         self.nodeCache = NodeCache(capacityBytes: options.nodeCacheBytes)
         let flags: Int32 = options.readOnly ? O_RDONLY : O_RDWR
