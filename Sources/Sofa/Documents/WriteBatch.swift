@@ -469,31 +469,29 @@ final class WriteBatch {
     static func actions(for changes: Changes, sorted: Bool, logged: [LogEntry] = []) -> Actions {
         let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var actions = Actions()
-        var record: [UInt8] = []  // one array for every record's encoding
         var removed: [UInt64] = []
         // New sequences, each with its document's place in `ordered`, or in `logged` when `fromLog`.
-        var added: [(sequence: UInt64, position: Int, fromLog: Bool)] = []
+        var added: [Added] = []
         added.reserveCapacity(ordered.count + logged.count)
+        // (No nested function sharing these: captured, every access in the loop was an exclusivity check.)
         var nextLogged = 0
-        func putLogged(upTo id: [UInt8]?) {
-            while nextLogged < logged.count, id.map({ compareArrays(logged[nextLogged].id, $0) < 0 }) ?? true {
-                let e = logged[nextLogged]
-                e.id.withUnsafeBytes { id in e.record.withUnsafeBytes { actions.byID.put(id, $0) } }
-                if let old = e.storedSequence, old != e.sequence { removed.append(old) }
-                added.append((e.sequence, nextLogged, true))
+        for (position, change) in ordered.enumerated() {
+            while nextLogged < logged.count, compareArrays(logged[nextLogged].id, change.id) < 0 {
+                putLogged(logged[nextLogged], at: nextLogged, into: &actions, removed: &removed, added: &added)
                 nextLogged += 1
             }
-        }
-        for (position, change) in ordered.enumerated() {
-            putLogged(upTo: change.id)
-            record.removeAll(keepingCapacity: true)
-            change.state.record.encode(into: &record)
-            change.id.withUnsafeBytes { id in record.withUnsafeBytes { actions.byID.put(id, $0) } }
+            // The record is encoded straight into the by-ID buffer.
+            change.id.withUnsafeBytes { id in
+                actions.byID.put(id, valueWrittenBy: { change.state.record.encode(into: &$0) })
+            }
             let sequence = change.state.record.sequence
             if let old = change.state.storedSequence, old != sequence { removed.append(old) }
-            added.append((sequence, position, false))
+            added.append(Added(sequence: sequence, position: position, fromLog: false))
         }
-        putLogged(upTo: nil)
+        while nextLogged < logged.count {
+            putLogged(logged[nextLogged], at: nextLogged, into: &actions, removed: &removed, added: &added)
+            nextLogged += 1
+        }
         removed.sort()
         added.sort { $0.sequence < $1.sequence }
         // Every new sequence is above every stored one, so removals then additions are ascending. The keys are
@@ -501,13 +499,28 @@ final class WriteBatch {
         for sequence in removed {
             withUnsafeBytes(of: sequence.bigEndian) { actions.bySequence.remove($0) }
         }
-        for (sequence, position, fromLog) in added {
-            withUnsafeBytes(of: sequence.bigEndian) { key in
-                let id = fromLog ? logged[position].id : ordered[position].id
+        for a in added {
+            withUnsafeBytes(of: a.sequence.bigEndian) { key in
+                let id = a.fromLog ? logged[a.position].id : ordered[a.position].id
                 id.withUnsafeBytes { actions.bySequence.put(key, $0) }
             }
         }
         return actions
+    }
+
+    /// A new by-sequence entry for ``actions(for:sorted:logged:)``.
+    private struct Added {
+        var sequence: UInt64
+        var position: Int
+        var fromLog: Bool
+    }
+
+    /// Collects the log's pending change `e` (number `position` of the logged entries) as its encoded record.
+    private static func putLogged(_ e: LogEntry, at position: Int, into actions: inout Actions,
+                                  removed: inout [UInt64], added: inout [Added]) {
+        e.id.withUnsafeBytes { id in e.record.withUnsafeBytes { actions.byID.put(id, $0) } }
+        if let old = e.storedSequence, old != e.sequence { removed.append(old) }
+        added.append(Added(sequence: e.sequence, position: position, fromLog: true))
     }
 
     /// The trees with `actions` applied: one sorted batch per tree.

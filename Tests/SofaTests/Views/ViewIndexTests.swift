@@ -140,7 +140,8 @@ import Testing
 
     /// `BTreeActionBuffer.sortedUnique` orders by the keys' first 8 bytes, then whole keys: the same order as
     /// `memcmp` on keys shorter than 8 bytes, sharing long prefixes, or prefixes of one another, and of several
-    /// actions for one key the last wins.
+    /// actions for one key the last wins. Puts go in both ways, value bytes given or written by a closure
+    /// (`put(_:valueWrittenBy:)`, a document flush's records), with the same result.
     @Test func sortedUniqueMatchesAByteOrderSort() {
         var rng = SeededRandom(seed: 5)
         var actions: [BTreeAction] = []
@@ -148,7 +149,8 @@ import Testing
         for i in 0..<3000 {
             var key = prefixes[Int.random(in: 0..<prefixes.count, using: &rng)]
             for _ in 0..<Int.random(in: 0...6, using: &rng) { key.append(UInt8.random(in: 0...2, using: &rng)) }
-            let action: BTreeAction = Bool.random(using: &rng) ? .put(key, [UInt8(i % 256)]) : .remove(key)
+            let value = (0..<Int.random(in: 0...40, using: &rng)).map { UInt8(truncatingIfNeeded: i &+ $0) }
+            let action: BTreeAction = Bool.random(using: &rng) ? .put(key, value) : .remove(key)
             actions.append(action)
         }
         var expected: [BTreeAction] = []
@@ -159,10 +161,12 @@ import Testing
             if expected.last?.key == actions[i].key { expected[expected.count - 1] = actions[i] } else { expected.append(actions[i]) }
         }
         var buffer = BTreeActionBuffer()
-        for action in actions {
+        for (i, action) in actions.enumerated() {
             action.key.withUnsafeBytes { key in
-                if let value = action.value {
+                if let value = action.value, i % 2 == 0 {
                     value.withUnsafeBytes { buffer.put(key, $0) }
+                } else if let value = action.value {
+                    buffer.put(key, valueWrittenBy: { $0.append(contentsOf: value) })
                 } else {
                     buffer.remove(key)
                 }
