@@ -34,12 +34,21 @@ import Testing
     static func openFaulty(_ dir: TemporaryDatabaseDirectory, durability: Durability,
                            fault: FaultInjectingSystemCalls.Fault) throws
         -> (path: String, before: [String: String], db: Database) {
-        let path = dir.database()
+        let (path, before, db, faults) = try baseOverFaults(dir, durability: durability)
+        faults.arm(fault)
+        return (path, before, db)
+    }
+
+    /// The base database made at `dir`'s database `name`, its contents, and the database opened again through a
+    /// fault-injecting layer (nothing armed).
+    static func baseOverFaults(_ dir: TemporaryDatabaseDirectory, name: String = "test",
+                               durability: Durability = .full) throws
+        -> (path: String, before: [String: String], db: Database, faults: FaultInjectingSystemCalls) {
+        let path = dir.database(name)
         let before = try makeBase(path)
         let faults = FaultInjectingSystemCalls()
         let db = try Database(path: path, options: DatabaseOptions(durability: durability), system: faults)
-        faults.arm(fault)
-        return (path, before, db)
+        return (path, before, db, faults)
     }
 
     /// The batch under test: updates, new documents, a large body (a value chunk) and a conflict.
@@ -74,10 +83,7 @@ import Testing
         var after: [String: String]?
         var failures = 0
         for point in 0..<12 {
-            let path = dir.database("crash\(point)")
-            let before = try Self.makeBase(path)
-            let faults = FaultInjectingSystemCalls()
-            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            let (path, before, db, faults) = try Self.baseOverFaults(dir, name: "crash\(point)")
             faults.crashAfter(writesAndSyncs: point)
             let committed = try Self.commits(db, before: before, point: point) { try Self.batch(db) }
             if !committed { failures += 1 }
@@ -107,10 +113,7 @@ import Testing
         let dir = TemporaryDatabaseDirectory()
         var failures = 0, successes = 0
         for point in 0..<6 {
-            let path = dir.database("log\(point)")
-            let before = try Self.makeBase(path)
-            let faults = FaultInjectingSystemCalls()
-            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            let (path, before, db, faults) = try Self.baseOverFaults(dir, name: "log\(point)")
             let chain = try db.readSnapshot().pending.length
             #expect(chain > 0, "the base is made of single-document commits")
             faults.crashAfter(writesAndSyncs: point)
@@ -152,10 +155,7 @@ import Testing
         let count = 4 * WriteBatch.pipelineChunk + 10
         var failures = 0, successes = 0
         for point in 0..<20 {
-            let path = dir.database("pipelined\(point)")
-            let before = try Self.makeBase(path)
-            let faults = FaultInjectingSystemCalls()
-            let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+            let (path, before, db, faults) = try Self.baseOverFaults(dir, name: "pipelined\(point)")
             faults.crashAfter(writesAndSyncs: point)
             var random = SeededRandom(seed: 29)
             let committed = try Self.commits(db, before: before, point: point) {
