@@ -1,10 +1,5 @@
 import Dispatch
 import SofaStorage
-import Glibc
-
-nonisolated(unsafe) var xT = [UInt64](repeating: 0, count: 8)
-nonisolated(unsafe) var xN = 0
-@inline(__always) func xNow() -> UInt64 { var ts = timespec(); clock_gettime(CLOCK_MONOTONIC, &ts); return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec) }
 
 /// The writer's state between commits: working copies of both trees (holding flushed, uncommitted nodes)
 /// and an overlay of documents changed since the last flush.
@@ -46,7 +41,7 @@ final class WriteBatch {
     /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
         /// Kept after the job is applied: the writer frees them while the next chunk is applied
-        /// (``handOff()``), or the flush queue does at commit (``flush()``).
+        /// (``handOff()``), or the flush queue does at commit (``flush(encoded:)``).
         private(set) var changes: Changes
         let sorted: Bool
         /// The log's pending changes the chunk writes into the trees too (the batch's first chunk only).
@@ -77,8 +72,6 @@ final class WriteBatch {
 
         /// Applies the chunk (on the flush thread).
         func run() {
-            let a = xNow()
-            defer { xT[4] += xNow() - a }
             do {
                 (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
                                                                              logged: logged),
@@ -157,7 +150,7 @@ final class WriteBatch {
     /// ~4–5 KiB of dead nodes in the file), while the last chunk, flushed at commit on the writer's thread, is
     /// all that is left for the commit: at 256 D1's file is 125 bytes per document instead of 110 and its
     /// commit flushes 232 of 1,000 documents; at 128, 144 bytes and 104 (BENCHMARKS.md §3, "D1, sixth round").
-    static let pipelineChunk = getenv("XCHUNK").map { Int(atoi($0)) } ?? 256
+    static let pipelineChunk = 256
     /// A flush of at least this many documents frees their records and actions on the flush queue afterwards;
     /// fewer are freed in place, for less than waking the queue costs.
     static let freeElsewhereFrom = 64
@@ -165,8 +158,7 @@ final class WriteBatch {
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
     /// ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md §10.1.1 and §10.1.2,
-    /// BENCHMARKS.md §3, "D2, fourth round"). Usually the raw paths stay within a one-sync commit's 64 KiB;
-    /// four documents in far-apart by-ID leaves can exceed it, and that commit syncs twice, as any large one.
+    /// BENCHMARKS.md §3, "D2, fourth round"). The raw paths stay well within a one-sync commit's 1 MiB.
     static let rawFlushLimit = 4
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
@@ -275,9 +267,7 @@ final class WriteBatch {
     /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
     /// batch's failure (this chunk's predecessor's, or an earlier one) instead when there is one.
     func handOff() throws {
-        let a = xNow()
         join()
-        xT[5] += xNow() - a
         if let failure { throw failure }
         guard !changes.isEmpty else { return }
         let logged = unloggedBase()
@@ -308,7 +298,11 @@ final class WriteBatch {
         inFlight = job
         chunksHandedOff += 1
         WriteBatch.queue.async(group: job.done) { job.run() }
-        applied = nil  // the chunk before it, freed here while the flush thread works
+        // The chunk before it, freed here while the flush thread works (explicitly: the queue's block may still
+        // hold the job itself for a moment after its group was left).
+        let previous = applied
+        applied = nil
+        previous?.free()
     }
 
     /// The overlay's changes as tree actions for the ``flush(encoded:)`` that follows, encoded while the chunk in
@@ -362,7 +356,7 @@ final class WriteBatch {
         lastMissAboveAll = false
     }
 
-    /// A flushed overlay on its way to be freed on the flush queue (``flush()``).
+    /// A flushed overlay on its way to be freed on the flush queue (``flush(encoded:)``).
     private final class Flushed: @unchecked Sendable {
         /// Touched by the writer only before the hand-off, by the flush queue only after it.
         private var changes: Changes
@@ -537,7 +531,6 @@ extension DocumentFile {
     /// Starts a batch from the newest commit (nothing happens if one is in progress).
     func beginBatch() throws {
         guard batch == nil else { return }
-        xT[7] = xNow()
         let snapshot = try committedSnapshot()
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
                            base: snapshot.pending, startSequence: snapshot.lastSequence,
@@ -549,16 +542,8 @@ extension DocumentFile {
     /// - Returns: the sequences the commit covers (empty when the batch changed nothing) and the new snapshot.
     func commitBatch() throws -> (first: UInt64, last: UInt64, snapshot: DocumentSnapshot)? {
         guard let b = batch else { return nil }
-        let t0 = xNow()
         let encoded = b.encodedAheadOfFlush()  // while the last chunk may still be applied
         b.join()  // the storage file is the writer's again before anything below touches it
-        let t1 = xNow()
-        defer {
-            xN += 1
-            xT[6] += xNow() - xT[7]
-            if xN % 1000 == 0 { print("commits \(xN): join \(xT[0]/1000000) ms flush \(xT[1]/1000000) commit \(xT[2]/1000000) handoff-wait \(xT[5]/1000000) batch-total \(xT[6]/1000000) job \(xT[4]/1000000)") }
-        }
-        xT[0] += t1 - t0
         batch = nil
         guard b.lastSequence != b.startSequence else {
             storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
@@ -569,13 +554,10 @@ extension DocumentFile {
             if let entries = b.logEntries(lengthLimit: logLengthLimit) {
                 return (b.startSequence + 1, b.lastSequence, try commitLogRecord(entries, of: b))
             }
-            let t2 = xNow()
             try b.flush(encoded: encoded)
-            let t3 = xNow()
             try checkNothingDiscarded(since: b)
             try storage.commit(roots: [b.byID.root, b.bySequence.root],
                                metadata: DocumentFile.encodeMetadata(lastSequence: b.lastSequence))
-            xT[1] += t3 - t2; xT[2] += xNow() - t3
         } catch {
             storage.discardUncommitted()
             throw error

@@ -59,7 +59,9 @@ package struct BTreeActionBuffer: Sendable {
     /// generic sequence path, ~85 instructions for a 20-byte key (callgrind, D1's flush).
     @inline(__always)
     private mutating func append(_ source: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: source.assumingMemoryBound(to: UInt8.self))
+        // The bytes may be bound to another type (a big-endian `UInt64` key): rebinding for the copy is how a
+        // raw view is read as `UInt8`s without assuming a binding.
+        source.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
     }
 
     /// Forgets every change, keeping the buffers' capacity for the next batch.

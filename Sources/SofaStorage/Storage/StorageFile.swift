@@ -34,9 +34,11 @@ public struct StorageOptions: Sendable {
     /// The format version of a file this creates (FORMAT.md §12): 2, or 1 for files that builds reading only
     /// version 1 must open (two syncs per durable commit). An existing file keeps its own version.
     public var formatVersion: UInt32 = FileFormat.version
-    /// LZ4's acceleration for the chunks this handle compresses (1, the default, compresses best; higher values
-    /// trade ratio for speed). Only how new chunks are written: any file reads the same.
-    public var compressionAcceleration: Int32 = 1
+    /// LZ4's acceleration for the chunks this handle compresses, its appends and a batch modify's parallel leaf
+    /// preparation (1, the default, compresses best; higher values trade ratio for speed; values below 1 count
+    /// as 1). Only how new chunks are written: any file reads the same. Set by the document file (Sofa's
+    /// `DocumentFile`, whose appends hold the bodies).
+    package var compressionAcceleration: Int32 = 1
 
     /// Options with defaults: writable, ``Durability/full``, create when missing, any kind, 64 MiB cache.
     public init(readOnly: Bool = false, durability: Durability = .full, create: Bool = true,
@@ -115,8 +117,8 @@ public final class StorageFile: @unchecked Sendable {
     /// Writer only.
     public private(set) var discardCount = 0
     /// The writeback hint or early sync in progress (``flushAppendedStartingWriteback()``,
-    /// ``flushAppendedStartingSync()``), on ``writebackQueue``: waited for before the descriptor is synced, cut
-    /// or closed (``finishWriteback()``).
+    /// ``flushAppendedStartingSync()``), on ``writebackQueue`` or ``earlySyncQueue``: waited for before the
+    /// descriptor is synced, cut or closed (``finishWriteback()``).
     private var writebackInFlight: DispatchGroup?
     /// The early sync in progress, whose failure ``finishWriteback()`` makes the file's.
     private var earlySync: EarlySync?
@@ -124,6 +126,10 @@ public final class StorageFile: @unchecked Sendable {
     /// from here so that the writer goes on meanwhile.
     /// Concurrent: one file's hint, blocked on a full disk queue, does not hold back another file's.
     private static let writebackQueue = DispatchQueue(label: "sofa.writeback-hint", qos: .utility,
+                                                      attributes: .concurrent)
+    /// Where early syncs run (``flushAppendedStartingSync()``): a commit waits for them, so they run at the
+    /// priority of the writes they serve, not at the hints' `.utility`. Concurrent, as the hints' queue.
+    private static let earlySyncQueue = DispatchQueue(label: "sofa.early-sync", qos: .userInitiated,
                                                       attributes: .concurrent)
 
     /// Bytes buffered before they are written out in one `pwrite`.
@@ -597,11 +603,17 @@ public final class StorageFile: @unchecked Sendable {
         let group = DispatchGroup()
         let sync = EarlySync()
         let (system, fd) = (self.system, self.fd)
-        StorageFile.writebackQueue.async(group: group) {
+        StorageFile.earlySyncQueue.async(group: group) {
             do { try system.fdatasync(fd) } catch { sync.failure = error }
         }
         writebackInFlight = group
         earlySync = sync
+    }
+
+    /// Waits for the writeback hint or early sync in progress, if any (a failed early sync then makes the file
+    /// refuse writes): for tests that must see the file between an early sync and the commit. Writer only.
+    package func waitForWriteback() {
+        finishWriteback()
     }
 
     /// An early sync's outcome: written by its task before it leaves the group, read by the writer after waiting.
@@ -615,7 +627,12 @@ public final class StorageFile: @unchecked Sendable {
         guard let group = writebackInFlight else { return }
         group.wait()
         writebackInFlight = nil
-        if let error = earlySync?.failure, failure == nil { failure = StorageFile.error(error, path: path) }
+        if let error = earlySync?.failure, failure == nil {
+            // Whatever the errno (a full disk too), what reached the disk is unknown: the handle is fail-stopped,
+            // not retryable, and says so.
+            failure = SofaError(.ioError, "an early sync of uncommitted data failed "
+                                + "(\(StorageFile.error(error, path: path).message)); reopen the file", path: path)
+        }
         earlySync = nil
     }
 

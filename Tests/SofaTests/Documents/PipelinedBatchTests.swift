@@ -200,7 +200,8 @@ import Testing
         expectSound(reopened)
     }
 
-    /// A durable pipelined batch syncs its chunks early, on another thread (``StorageFile/flushAppendedStartingSync()``):
+    /// A durable pipelined batch syncs its chunks early, on another thread
+    /// (``StorageFile/flushAppendedStartingSync()``):
     /// more than one `fdatasync` per batch, of which the commit's is the last; the commit is still one one-sync
     /// commit (its data check covers every chunk of the batch) and ends before a zero tail the early syncs made
     /// durable, shorter than opening's look-back; the database reopens with all of it.
@@ -237,9 +238,10 @@ import Testing
         expectSound(reopened)
     }
 
-    /// An early sync that fails on its own thread fails the commit that waits for it, and the handle refuses
-    /// writes until reopened (what reached the disk is unknown), as after a failed commit sync; nothing of the
-    /// batch is kept.
+    /// An early sync that fails on its own thread fail-stops the handle, as a failed commit sync does (what
+    /// reached the disk is unknown): a later hand-off inside the batch meets it — a `put` throws before any commit
+    /// was attempted, which tells it from the commit's own sync — the commit throws too, the handle refuses
+    /// writes until reopened, and nothing of the batch is kept.
     @Test func aFailedEarlySyncFailsTheCommitAndRefusesWrites() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
@@ -249,13 +251,21 @@ import Testing
         let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
         faults.arm(.init(call: .fdatasync, nth: 1))
         var random = SeededRandom(seed: 19)
+        var failedInside = false
         expectSofaError(.ioError) {
             try db.inBatch {
-                for i in 1...(4 * WriteBatch.pipelineChunk) {
-                    try db.put(Self.body(i, size: 300, random: &random), id: Self.id(i))
+                for i in 1...(8 * WriteBatch.pipelineChunk) {
+                    do {
+                        try db.put(Self.body(i, size: 300, random: &random), id: Self.id(i))
+                    } catch let error as SofaError where error.code == .ioError {
+                        #expect(error.message.contains("early sync"), "\(error)")
+                        failedInside = true
+                        break
+                    }
                 }
             }
         }
+        #expect(failedInside, "the early sync's failure reached a put inside the batch")
         #expect(faults.failuresInjected == 1)
         faults.arm(nil)
         expectSofaError(.writesRefused) { try db.put(["n": 1], id: "after") }
