@@ -40,7 +40,7 @@ final class WriteBatch {
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
     /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
-        /// Kept after the job is applied: the writer frees them while the next chunk is applied
+        /// Kept after the job is applied: the writer frees them while it waits for the next chunk
         /// (``handOff()``), or the flush queue does at commit (``flush(encoded:)``).
         private(set) var changes: Changes
         let sorted: Bool
@@ -131,8 +131,9 @@ final class WriteBatch {
     /// The chunk being applied on the flush thread, if any.
     private var inFlight: FlushJob?
     /// The chunk applied last, joined but not yet freed: its records (allocated on the writer's thread) are
-    /// freed there while the flush thread applies the next chunk (``handOff()``) — the flush thread is the
-    /// longer side of D1's pipeline, and freeing was ~20 % of its work (BENCHMARKS.md §3, "D1, eighth round").
+    /// freed there at the next hand-off, before it waits for the chunk then in flight (``handOff()``) — freeing
+    /// was ~20 % of the flush thread's work, the longer side of D1's pipeline, and the writer's wait is idle
+    /// time (BENCHMARKS.md §3, "D1, eighth round").
     private var applied: FlushJob?
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
@@ -267,6 +268,11 @@ final class WriteBatch {
     /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
     /// batch's failure (this chunk's predecessor's, or an earlier one) instead when there is one.
     func handOff() throws {
+        // The chunk before the one in flight, freed while this thread would wait for that one anyway
+        // (explicitly: the queue's block may still hold the job for a moment after its group was left).
+        let previous = applied
+        applied = nil
+        previous?.free()
         join()
         if let failure { throw failure }
         guard !changes.isEmpty else { return }
@@ -298,11 +304,6 @@ final class WriteBatch {
         inFlight = job
         chunksHandedOff += 1
         WriteBatch.queue.async(group: job.done) { job.run() }
-        // The chunk before it, freed here while the flush thread works (explicitly: the queue's block may still
-        // hold the job itself for a moment after its group was left).
-        let previous = applied
-        applied = nil
-        previous?.free()
     }
 
     /// The overlay's changes as tree actions for the ``flush(encoded:)`` that follows, encoded while the chunk in
