@@ -167,8 +167,9 @@ public final class StorageFile: @unchecked Sendable {
     /// extends the tail before it syncs, so that the commit writes into synced zeros.
     static let zeroTailReserve: UInt64 = 256 << 10
 
-    /// The longest zero tail: durable one-sync commits that end past the file's end extend it with zeros (an
-    /// eighth of the file, between ``minimumZeroTail`` and this), so that the next small commits overwrite
+    /// The longest zero tail: durable one-sync commits that end past the file's end, and early syncs running
+    /// short of tail (``flushAppendedStartingSync()``), extend it with zeros (an eighth of the file, between
+    /// ``minimumZeroTail`` and this), so that the next small commits overwrite
     /// written blocks and their `fdatasync` journals no size change. Every byte a small commit writes is written
     /// twice (as zeros first), and a tail costs one slower commit (its zeros and the size change are synced) —
     /// at 64 KiB every ~9th single-document commit took twice as long, ~16 µs per commit on average; at 1 MiB
