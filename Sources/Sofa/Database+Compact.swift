@@ -98,9 +98,8 @@ extension DocumentFile {
         } catch {
             syncError = StorageFile.error(error, path: finalPath)
         }
-        var options = StorageOptions(readOnly: false, durability: durability, create: false,
-                                     fileKind: DocumentFile.fileKind, nodeCacheBytes: cacheBytes)
-        options.compressionAcceleration = DocumentFile.compressionAcceleration
+        let options = DocumentFile.storageOptions(StorageOptions(readOnly: false, durability: durability,
+                                                                 create: false, nodeCacheBytes: cacheBytes))
         let newFile: StorageFile
         do {
             newFile = try StorageFile(path: finalPath, options: options, system: system)

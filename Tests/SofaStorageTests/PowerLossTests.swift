@@ -36,29 +36,39 @@ import Testing
             simulator.onOperation = nil
             try file.close()
             #expect(images.count == 300)
-            for (n, image) in images.enumerated() {
-                let imagePath = dir.file("image-\(n)")
-                writeFile(imagePath, image.bytes)
-                let context = "seed \(seed) sector \(sector) image \(n) (acked \(image.acked))"
-                guard image.acked > 0 || image.bytes.count > 0 else { continue }  // power cut before creation
-                let f: StorageFile
-                do {
-                    f = try StorageFile(path: imagePath, options: StorageOptions(readOnly: true))
-                } catch {
-                    // Only a file whose creation never became durable may fail to open.
-                    #expect(image.acked == 0, "\(context): \(error)")
-                    continue
-                }
-                let recovered = Int(f.latestCommit.commitNumber) - 1
-                #expect(recovered >= image.acked && recovered <= image.acked + 1, "\(context): recovered \(recovered)")
-                let t = BTree(file: f, commit: f.latestCommit, index: 0, configuration: CrashWorkload.configuration)
-                let model = CrashWorkload.model(seed: seed, commits: recovered)
-                let rows = try t.rows()
-                #expect(rows.map(\.key) == model.map(\.key) && rows.map(\.value) == model.map(\.value), "\(context)")
-                expectSound(t, context)
-                checked += 1
-            }
+            checked += try Self.expectRecovered(images, in: dir, seed: seed, "seed \(seed) sector \(sector)")
         }
+    }
+
+    /// Writes each power-cut image into `dir` and opens it: no acknowledged commit lost, nothing beyond the
+    /// commit in flight, the tree equal to ``CrashWorkload``'s model for `seed`, verify clean. Returns how many
+    /// images were checked (a cut before the file's creation leaves nothing to check).
+    static func expectRecovered(_ images: [(bytes: [UInt8], acked: Int)], in dir: TemporaryDirectory,
+                                seed: UInt64, _ what: String) throws -> Int {
+        var checked = 0
+        for (n, image) in images.enumerated() {
+            let context = "\(what) image \(n) (acked \(image.acked))"
+            guard image.acked > 0 || image.bytes.count > 0 else { continue }  // power cut before creation
+            let imagePath = dir.file("image-\(n)")
+            writeFile(imagePath, image.bytes)
+            let f: StorageFile
+            do {
+                f = try StorageFile(path: imagePath, options: StorageOptions(readOnly: true))
+            } catch {
+                // Only a file whose creation never became durable may fail to open.
+                #expect(image.acked == 0, "\(context): \(error)")
+                continue
+            }
+            let recovered = Int(f.latestCommit.commitNumber) - 1
+            #expect(recovered >= image.acked && recovered <= image.acked + 1, "\(context): recovered \(recovered)")
+            let t = BTree(file: f, commit: f.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            let model = CrashWorkload.model(seed: seed, commits: recovered)
+            let rows = try t.rows()
+            #expect(rows.map(\.key) == model.map(\.key) && rows.map(\.value) == model.map(\.value), "\(context)")
+            expectSound(t, context)
+            checked += 1
+        }
+        return checked
     }
 
     /// The same oracle around early syncs (FORMAT.md §11): each commit's data goes out in two steps, a 40 KiB
@@ -100,26 +110,7 @@ import Testing
         try file.close()
         #expect(oneSync == 24 && twoSync == 3, "both kinds of commit (\(oneSync) one-sync, \(twoSync) two-sync)")
         #expect(images.count == 240)
-        for (n, image) in images.enumerated() {
-            let context = "sector \(sector) image \(n) (acked \(image.acked))"
-            guard image.acked > 0 || image.bytes.count > 0 else { continue }  // power cut before creation
-            let imagePath = dir.file("image-\(n)")
-            writeFile(imagePath, image.bytes)
-            let f: StorageFile
-            do {
-                f = try StorageFile(path: imagePath, options: StorageOptions(readOnly: true))
-            } catch {
-                #expect(image.acked == 0, "\(context): \(error)")
-                continue
-            }
-            let recovered = Int(f.latestCommit.commitNumber) - 1
-            #expect(recovered >= image.acked && recovered <= image.acked + 1, "\(context): recovered \(recovered)")
-            let t = BTree(file: f, commit: f.latestCommit, index: 0, configuration: CrashWorkload.configuration)
-            let model = CrashWorkload.model(seed: seed, commits: recovered)
-            let rows = try t.rows()
-            #expect(rows.map(\.key) == model.map(\.key) && rows.map(\.value) == model.map(\.value), "\(context)")
-            expectSound(t, context)
-        }
+        _ = try Self.expectRecovered(images, in: dir, seed: seed, "sector \(sector)")
     }
 
     /// A one-sync commit (FORMAT.md §11) cut by a power failure during its only `fdatasync`: its header and

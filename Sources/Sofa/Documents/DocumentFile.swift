@@ -63,12 +63,17 @@ final class DocumentFile: @unchecked Sendable {
     /// load keeps acceleration 1.
     static let compressionAcceleration: Int32 = 2
 
-    init(path: String, options: StorageOptions, revisionDepth: Int, inlineBodyLimit: Int = 1024,
-         system: any SystemCalls) throws {
+    /// `options` as the document file opens its storage with them: its file kind and LZ4 acceleration.
+    static func storageOptions(_ options: StorageOptions) -> StorageOptions {
         var storageOptions = options
         storageOptions.fileKind = DocumentFile.fileKind
         storageOptions.compressionAcceleration = DocumentFile.compressionAcceleration
-        let storage = try StorageFile(path: path, options: storageOptions, system: system)
+        return storageOptions
+    }
+
+    init(path: String, options: StorageOptions, revisionDepth: Int, inlineBodyLimit: Int = 1024,
+         system: any SystemCalls) throws {
+        let storage = try StorageFile(path: path, options: DocumentFile.storageOptions(options), system: system)
         current = Lock(storage)
         self.revisionDepth = revisionDepth
         self.inlineBodyLimit = inlineBodyLimit

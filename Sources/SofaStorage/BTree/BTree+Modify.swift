@@ -410,7 +410,7 @@ private final class LeafPreparation: @unchecked Sendable {
                 // Task t writes only its own slot of `outputs`.
                 DispatchQueue.concurrentPerform(iterations: tasks) { t in
                     let compressor = reader.configuration.compress
-                        ? Compressor(acceleration: max(1, reader.file.options.compressionAcceleration)) : nil
+                        ? Compressor(acceleration: reader.file.options.compressionAcceleration) : nil
                     let lower = range.lowerBound + t * LeafPreparation.perTask
                     var out = TaskOutput()
                     out.framed.reserveCapacity(LeafPreparation.perTask * (reader.configuration.nodeSize + 256))

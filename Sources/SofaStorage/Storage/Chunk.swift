@@ -171,10 +171,11 @@ package final class Compressor {
     /// LZ4's acceleration: 1 compresses best; higher values trade ratio for speed.
     package let acceleration: Int32
 
+    /// A compressor at `acceleration` (values below 1 count as 1).
     package init(acceleration: Int32 = 1) {
         stream = LZ4_createStream()
         output = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-        self.acceleration = acceleration
+        self.acceleration = max(1, acceleration)
     }
 
     deinit {

@@ -118,10 +118,8 @@ public final class StorageFile: @unchecked Sendable {
     public private(set) var discardCount = 0
     /// The writeback hint or early sync in progress (``flushAppendedStartingWriteback()``,
     /// ``flushAppendedStartingSync()``), on ``writebackQueue`` or ``earlySyncQueue``: waited for before the
-    /// descriptor is synced, cut or closed (``finishWriteback()``).
-    private var writebackInFlight: DispatchGroup?
-    /// The early sync in progress, whose failure ``finishWriteback()`` makes the file's.
-    private var earlySync: EarlySync?
+    /// descriptor is synced, cut or closed (``finishWriteback()``), which makes an early sync's failure the file's.
+    private var writebackInFlight: WritebackTask?
     /// `sync_file_range` blocks while the disk's queue is full (2–18 ms for V6's ~40 MiB): the hint is given
     /// from here so that the writer goes on meanwhile.
     /// Concurrent: one file's hint, blocked on a full disk queue, does not hold back another file's.
@@ -196,7 +194,7 @@ public final class StorageFile: @unchecked Sendable {
     package init(path: String, options: StorageOptions, system: any SystemCalls) throws {
         self.path = path
         self.options = options
-        compressor = Compressor(acceleration: max(1, options.compressionAcceleration))
+        compressor = Compressor(acceleration: options.compressionAcceleration)
         self.system = system
         self.nodeCache = NodeCache(capacityBytes: options.nodeCacheBytes)
         let flags: Int32 = options.readOnly ? O_RDONLY : O_RDWR
@@ -274,7 +272,7 @@ public final class StorageFile: @unchecked Sendable {
         let wasClosed = shared.withLock { $0.closed }
         if !wasClosed {
             backgroundWrite?.group.wait()
-            writebackInFlight?.wait()
+            writebackInFlight?.group.wait()
             if !options.readOnly { system.unlock(fd) }
             try? system.close(fd)
         }
@@ -571,12 +569,9 @@ public final class StorageFile: @unchecked Sendable {
         guard options.durability == .full, end > start, end - start >= UInt64(StorageFile.earlyWritebackMinimum)
         else { return }
         finishWriteback()
-        let group = DispatchGroup()
-        let (system, fd) = (self.system, self.fd)
-        StorageFile.writebackQueue.async(group: group) {
+        startWritebackTask(on: StorageFile.writebackQueue) { system, fd in
             system.startWriteback(fd, offset: Int64(start), length: Int64(end - start))
         }
-        writebackInFlight = group
     }
 
     /// With durability ``Durability/full`` (else it does nothing): writes the chunks appended so far to the file
@@ -597,18 +592,11 @@ public final class StorageFile: @unchecked Sendable {
         let start = latestCommit.endOffset
         let written = flushedEnd.load(ordering: .relaxed)
         guard written > start, written - start >= UInt64(StorageFile.earlyWritebackMinimum) else { return }
-        if let group = writebackInFlight, group.wait(timeout: .now()) == .timedOut { return }
+        if let task = writebackInFlight, task.group.wait(timeout: .now()) == .timedOut { return }
         finishWriteback()
         if let failure { throw failure }  // the previous early sync failed
         if allocatedEnd < written + StorageFile.zeroTailReserve { extendZeroTail(beyond: written) }
-        let group = DispatchGroup()
-        let sync = EarlySync()
-        let (system, fd) = (self.system, self.fd)
-        StorageFile.earlySyncQueue.async(group: group) {
-            do { try system.fdatasync(fd) } catch { sync.failure = error }
-        }
-        writebackInFlight = group
-        earlySync = sync
+        startWritebackTask(on: StorageFile.earlySyncQueue) { system, fd in try system.fdatasync(fd) }
     }
 
     /// Waits for the writeback hint or early sync in progress, if any (a failed early sync then makes the file
@@ -617,24 +605,36 @@ public final class StorageFile: @unchecked Sendable {
         finishWriteback()
     }
 
-    /// An early sync's outcome: written by its task before it leaves the group, read by the writer after waiting.
-    private final class EarlySync: @unchecked Sendable {
+    /// A writeback hint or early sync on another thread: its group, left when it is done, and its failure,
+    /// written by the task before it leaves the group and read by the writer after waiting.
+    private final class WritebackTask: @unchecked Sendable {
+        let group = DispatchGroup()
         var failure: (any Error)?
+    }
+
+    /// Runs `work` on the file's descriptor on `queue` as the writeback task in progress (none may be). Writer only.
+    private func startWritebackTask(on queue: DispatchQueue,
+                                    _ work: @escaping @Sendable (any SystemCalls, Int32) throws -> Void) {
+        let task = WritebackTask()
+        let (system, fd) = (self.system, self.fd)
+        queue.async(group: task.group) {
+            do { try work(system, fd) } catch { task.failure = error }
+        }
+        writebackInFlight = task
     }
 
     /// Waits for the writeback hint or early sync in progress, if any; a failed early sync becomes the file's
     /// ``failure``. Writer only.
     private func finishWriteback() {
-        guard let group = writebackInFlight else { return }
-        group.wait()
+        guard let task = writebackInFlight else { return }
+        task.group.wait()
         writebackInFlight = nil
-        if let error = earlySync?.failure, failure == nil {
+        if let error = task.failure, failure == nil {
             // Whatever the errno (a full disk too), what reached the disk is unknown: the handle is fail-stopped,
             // not retryable, and says so.
             failure = SofaError(.ioError, "an early sync of uncommitted data failed "
                                 + "(\(StorageFile.error(error, path: path).message)); reopen the file", path: path)
         }
-        earlySync = nil
     }
 
     /// Marks the start of reads by other threads below ``writtenLength`` (a parallel batch modify's leaf

@@ -19,13 +19,15 @@ import Testing
     }
 
     /// A database at `path` holding one committed document, reopened over a fault-injecting system (nothing
-    /// armed) with durability `.none`.
-    static func oneDocumentOverFaults(_ path: String) throws -> (Database, Document, FaultInjectingSystemCalls) {
+    /// armed) with `durability`.
+    static func oneDocumentOverFaults(_ path: String, durability: Durability = .none) throws
+        -> (Database, Document, FaultInjectingSystemCalls) {
         let setup = try Database(path: path, options: testOptions())
         let first = try setup.put(["n": 0], id: id(0))
         try setup.close()
         let faults = FaultInjectingSystemCalls()
-        return (try Database(path: path, options: DatabaseOptions(durability: .none), system: faults), first, faults)
+        return (try Database(path: path, options: DatabaseOptions(durability: durability), system: faults), first,
+                faults)
     }
 
     @Test func readsInsideTheBatchSeeEveryWriteWhileChunksAreInFlight() throws {
@@ -208,9 +210,7 @@ import Testing
     @Test func aDurableBatchSyncsItsChunksBeforeItsCommit() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
-        try Self.oneDocumentOverFaults(path).0.close()
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        let (db, _, faults) = try Self.oneDocumentOverFaults(path, durability: .full)
         let storage = db.documents.storage
         let before = storage.latestCommit
         let syncsBefore = faults.count(.fdatasync)
@@ -245,10 +245,7 @@ import Testing
     @Test func aFailedEarlySyncFailsTheCommitAndRefusesWrites() throws {
         let dir = TemporaryDatabaseDirectory()
         let path = dir.database()
-        let (setup, first, _) = try Self.oneDocumentOverFaults(path)
-        try setup.close()
-        let faults = FaultInjectingSystemCalls()
-        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        let (db, first, faults) = try Self.oneDocumentOverFaults(path, durability: .full)
         faults.arm(.init(call: .fdatasync, nth: 1))
         var random = SeededRandom(seed: 19)
         var failedInside = false
