@@ -38,7 +38,7 @@ extension Database {
             let (record, revision) = try documents.edit(idBytes, body: input.body, rev: parent,
                                                         deleted: input.deleted)
             return Document(id: docID, record: record, index: record.tree.index(of: revision)!,
-                            body: input.userProperties)
+                            body: input.strippedProperties ?? properties)
         }
     }
 

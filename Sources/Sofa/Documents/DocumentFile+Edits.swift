@@ -13,8 +13,9 @@ extension SofaError.Code {
 struct DocumentInput: ~Copyable {
     /// Compact JSON of the members not starting with `_`, in the order given; empty for an empty object.
     var body: [UInt8]
-    /// The properties without the special members.
-    var userProperties: JSON
+    /// The properties without their special members, when they had any; nil when the properties as given are
+    /// the body (most documents), so that no copy of them is made here.
+    var strippedProperties: JSON?
     var id: String?
     var rev: String?
     var deleted: Bool
@@ -26,39 +27,45 @@ struct DocumentInput: ~Copyable {
     ///   or nesting deeper than the serializer allows; `.invalidArgument` for a body over 64 MiB.
     init(_ properties: borrowing JSON) throws {
         // Borrowed, not taken: an owned argument was one more copy of the value in `put` and its release here.
-        guard case .object(let members) = copy properties else {
+        // The object is scanned by a function taking it as an ordinary (guaranteed) argument, whose members
+        // are read in place; here, `borrowing` demands an explicit copy to match on it (two retains and two
+        // releases of its storage per put).
+        let (special, stripped) = try Self.specialMembers(of: properties)
+        // Serialized into a fresh array, which the serializer allocates at the body's size.
+        let body = try stripped?.serializedBytes() ?? properties.serializedBytes()
+        if body.count > DocumentFile.maximumBodySize {
+            throw SofaError(.invalidArgument, "document body of \(body.count) bytes; the limit is 64 MiB")
+        }
+        // All stored at once, once nothing can throw.
+        self.body = body.count == 2 ? [] : body  // "{}": an empty body is stored as none
+        self.strippedProperties = stripped
+        self.id = special.id
+        self.rev = special.rev
+        self.deleted = special.deleted
+    }
+
+    /// The special members of `properties`, and the properties without them when there were any.
+    private static func specialMembers(of properties: JSON) throws
+        -> (special: (id: String?, rev: String?, deleted: Bool), stripped: JSON?) {
+        guard case .object(let members) = properties else {
             throw SofaError(.invalidArgument, "document properties must be a JSON object, not a \(properties.typeName)")
         }
-        var id: String?
-        var rev: String?
-        var deleted = false
+        var special: (id: String?, rev: String?, deleted: Bool) = (nil, nil, false)
         var hasSpecial = false
         // By key alone, from the keys' own array: a value is copied (retained) only for the rare `_` member.
         let keys = members.keys.elements
         for index in keys.indices where Self.isSpecial(keys[index]) {
             hasSpecial = true
             switch (keys[index], members.values[index]) {
-            case ("_id", .string(let s)): id = s
-            case ("_rev", .string(let s)): rev = s
-            case ("_deleted", .bool(let b)): deleted = b
+            case ("_id", .string(let s)): special.id = s
+            case ("_rev", .string(let s)): special.rev = s
+            case ("_deleted", .bool(let b)): special.deleted = b
             default:
                 throw SofaError(.invalidArgument, "property \"\(keys[index])\" is reserved (only _id, _rev and " +
                                 "_deleted may start with '_', as a string, string and boolean)")
             }
         }
-        // Most documents have no special members: then the properties are the body as they are, uncopied.
-        let userProperties = hasSpecial ? .object(members.filter { !Self.isSpecial($0.key) }) : copy properties
-        // Serialized into a fresh array, which the serializer allocates at the body's size.
-        let body = try userProperties.serializedBytes()
-        if body.count > DocumentFile.maximumBodySize {
-            throw SofaError(.invalidArgument, "document body of \(body.count) bytes; the limit is 64 MiB")
-        }
-        // All stored at once, once nothing can throw.
-        self.body = body.count == 2 ? [] : body  // "{}": an empty body is stored as none
-        self.userProperties = userProperties
-        self.id = id
-        self.rev = rev
-        self.deleted = deleted
+        return (special, hasSpecial ? .object(members.filter { !Self.isSpecial($0.key) }) : nil)
     }
 
     /// Whether `key` starts with `_`, reading only its first UTF-8 byte.

@@ -144,6 +144,45 @@ import Testing
         #expect(error.message.contains("\(JSON.maximumNestingDepth)"))
     }
 
+    /// The first `JSONSerializer.recursionDepth` levels are written by recursion, deeper ones on an explicit
+    /// stack: values crossing that level anywhere (objects and arrays, with siblings before and after) come out
+    /// the same, the parser's limit holds on both sides, and `description` writes values deeper than any limit.
+    @Test func valuesCrossingTheRecursionDepthAreWrittenWhole() throws {
+        /// `levels` nested containers, alternating object and array, each with scalars around its child, and
+        /// their text, built alongside.
+        func nested(_ levels: Int) -> (value: JSON, text: String) {
+            var value: JSON = "leaf"
+            var text = #""leaf""#
+            for level in 0..<levels {
+                if level % 2 == 0 {
+                    value = ["a": .number(Double(level)), "child": value, "z": nil]
+                    text = #"{"a":\#(level),"child":\#(text),"z":null}"#
+                } else {
+                    value = [true, value, "s"]
+                    text = #"[true,\#(text),"s"]"#
+                }
+            }
+            return (value, text)
+        }
+        let recursion = JSONSerializer.recursionDepth
+        for levels in [recursion - 1, recursion, recursion + 1, recursion + 2, 2 * recursion + 1,
+                       JSON.maximumNestingDepth] {
+            let (value, text) = nested(levels)
+            #expect(try value.serialized() == text, "\(levels) levels")
+            #expect(value.description == text)
+            // Beside a shallow sibling, the deep path starts part-way down.
+            let wrapped: JSON = ["before": [1, [2]], "deep": value]
+            if levels < JSON.maximumNestingDepth {
+                #expect(try JSON(parsing: wrapped.serialized()) == wrapped, "\(levels) levels, wrapped")
+            } else {
+                #expect(throws: SofaError.self) { try wrapped.serialized() }
+            }
+        }
+        #expect(throws: SofaError.self) { try nested(JSON.maximumNestingDepth + 1).value.serialized() }
+        let veryDeep = nested(3 * JSON.maximumNestingDepth)
+        #expect(veryDeep.value.description == veryDeep.text)
+    }
+
     /// Output passes through a 1 KiB staging buffer: strings and documents longer than it, and strings ending
     /// on each side of its boundary, come out whole.
     @Test func outputLongerThanTheStagingBuffer() throws {
