@@ -122,6 +122,9 @@ final class WriteBatch {
     /// without comparing. Cleared by a flush and a hand-off, which empty the overlay.
     @exclusivity(unchecked) private var lastMissAboveAll = false
     @exclusivity(unchecked) var pendingBytes = 0
+    /// Counts the changes to what a flush encodes (the overlay, and the log's pending changes it takes along), so
+    /// that actions encoded ahead of a flush are known to match what it would encode (``EncodedOverlay``).
+    @exclusivity(unchecked) private var overlayVersion = 0
     /// A storage error met inside the batch. Storage discards uncommitted chunks when a write fails, so the
     /// working trees may point at discarded nodes: such a batch can only be rolled back, even if the caller
     /// caught the error and went on.
@@ -294,6 +297,7 @@ final class WriteBatch {
         let job = FlushJob(changes: changes, sorted: changesAreSorted, logged: logged, byID: byID,
                            bySequence: bySequence, largestID: largest)
         base = .none
+        overlayVersion &+= 1
         touchedTrees = true
         index = [:]
         changes = []
@@ -306,19 +310,28 @@ final class WriteBatch {
         WriteBatch.queue.async(group: job.done) { job.run() }
     }
 
+    /// Tree actions encoded ahead of a flush, and the ``overlayVersion`` they were encoded from.
+    struct EncodedOverlay {
+        var actions: Actions
+        fileprivate let version: Int
+    }
+
     /// The overlay's changes as tree actions for the ``flush(encoded:)`` that follows, encoded while the chunk in
     /// flight is still being applied: the encoding reads only the overlay (and the log's pending changes, which a
     /// hand-off has emptied), so a commit does it while it would otherwise wait for the join. Nil when no chunk is
     /// in flight (nothing to overlap) or the overlay is empty.
-    func encodedAheadOfFlush() -> Actions? {
+    func encodedAheadOfFlush() -> EncodedOverlay? {
         guard inFlight != nil, failure == nil, !changes.isEmpty else { return nil }
-        return WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+        let actions = WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+        return EncodedOverlay(actions: actions, version: overlayVersion)
     }
 
     /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
     ///
-    /// - Parameter encoded: ``encodedAheadOfFlush()``'s actions, when nothing changed the overlay since.
-    func flush(encoded: consuming Actions? = nil) throws {
+    /// - Parameter encoded: ``encodedAheadOfFlush()``'s actions. They are used only if the overlay has not
+    ///   changed since they were encoded; otherwise (a caller's mistake, which debug builds stop at) the overlay
+    ///   is encoded again.
+    func flush(encoded: consuming EncodedOverlay? = nil) throws {
         join()
         if let done = applied {
             // The writer has its own flush to do now, and the flush thread nothing: the queue frees them.
@@ -331,7 +344,9 @@ final class WriteBatch {
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
         guard !changes.isEmpty else { return }
         touchedTrees = true
-        let actions = encoded ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+        assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
+        let actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
+            ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
             (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
@@ -427,6 +442,7 @@ final class WriteBatch {
     ///   overlay has not changed since: it is appended without being searched for again, and without a
     ///   comparison when that lookup found it above every ID (``lastMissAboveAll``).
     func setPending(_ id: [UInt8], _ state: Pending, absent: Bool = false) {
+        overlayVersion &+= 1
         if absent && lastMissAboveAll {
             // In order, and above the trees: the overlay stays sorted, and above them if it was or is empty.
             lastMissAboveAll = false
