@@ -104,8 +104,8 @@ final class WriteBatch {
     ///
     /// Exclusivity unchecked here and on the overlay's other state: only the writer's thread touches it, never
     /// overlapping its own accesses, and the dynamic checks were ~380 instructions per put (callgrind, D1).
-    @exclusivity(unchecked) var changes: Changes = []
-    @exclusivity(unchecked) var changesAreSorted = true
+    @exclusivity(unchecked) private(set) var changes: Changes = []
+    @exclusivity(unchecked) private(set) var changesAreSorted = true
     /// While `changes` is unsorted, the index of each of its documents by UTF-8 ID (bytes, not `String`:
     /// Swift's `String` equality is canonical equivalence, and two IDs that differ in bytes are different
     /// documents). While it is sorted the index is empty: an ID above the last is new (one comparison, the
@@ -312,7 +312,9 @@ final class WriteBatch {
 
     /// Tree actions encoded ahead of a flush, and the ``overlayVersion`` they were encoded from.
     struct EncodedOverlay {
-        var actions: Actions
+        /// The overlay's changes, and the log's pending changes it takes along, as tree actions.
+        let actions: Actions
+        /// ``overlayVersion`` when they were encoded.
         fileprivate let version: Int
     }
 
@@ -329,8 +331,8 @@ final class WriteBatch {
     /// Applies the overlay to the working trees: one sorted batch per tree, after any chunk in flight.
     ///
     /// - Parameter encoded: ``encodedAheadOfFlush()``'s actions. They are used only if the overlay has not
-    ///   changed since they were encoded; otherwise (a caller's mistake, which debug builds stop at) the overlay
-    ///   is encoded again.
+    ///   changed since they were encoded; otherwise (a caller's mistake, which debug builds stop at, so no test
+    ///   reaches the release fallback) the overlay is encoded again.
     func flush(encoded: consuming EncodedOverlay? = nil) throws {
         join()
         if let done = applied {
@@ -368,6 +370,7 @@ final class WriteBatch {
             changes.removeAll(keepingCapacity: true)
         }
         changesAreSorted = true
+        overlayVersion &+= 1
         pendingBytes = 0
         lastMissAboveAll = false
     }

@@ -148,11 +148,11 @@ import Testing
     /// stack: values crossing that level anywhere (objects and arrays, with siblings before and after) come out
     /// the same, the parser's limit holds on both sides, and `description` writes values deeper than any limit.
     @Test func valuesCrossingTheRecursionDepthAreWrittenWhole() throws {
-        /// `levels` nested containers, alternating object and array, each with scalars around its child, and
-        /// their text, built alongside.
-        func nested(_ levels: Int) -> (value: JSON, text: String) {
-            var value: JSON = "leaf"
-            var text = #""leaf""#
+        // `levels` nested containers around `leaf`, alternating object and array, each with scalars around its
+        // child, and their text, built alongside.
+        func nested(_ levels: Int, leaf: (value: JSON, text: String) = ("leaf", #""leaf""#))
+            -> (value: JSON, text: String) {
+            var (value, text) = leaf
             for level in 0..<levels {
                 if level % 2 == 0 {
                     value = ["a": .number(Double(level)), "child": value, "z": nil]
@@ -164,21 +164,50 @@ import Testing
             }
             return (value, text)
         }
+        func expectTooDeep(_ value: JSON, _ comment: Comment) throws {
+            let error = try #require(throws: SofaError.self, comment) { try value.serialized() }
+            #expect(error.code == .invalidValue, comment)
+            #expect(error.message.contains("\(JSON.maximumNestingDepth)"), comment)
+        }
         let recursion = JSONSerializer.recursionDepth
         for levels in [recursion - 1, recursion, recursion + 1, recursion + 2, 2 * recursion + 1,
                        JSON.maximumNestingDepth] {
-            let (value, text) = nested(levels)
-            #expect(try value.serialized() == text, "\(levels) levels")
-            #expect(value.description == text)
+            // Empty containers as the innermost value: the explicit stack's root itself when it is met there.
+            for leaf: (value: JSON, text: String) in [("leaf", #""leaf""#), ([], "[]"), ([:], "{}")] {
+                let (value, text) = nested(levels, leaf: leaf)
+                let label: Comment = "\(levels) levels around \(leaf.text)"
+                if levels < JSON.maximumNestingDepth || leaf.text == #""leaf""# {
+                    #expect(try value.serialized() == text, label)
+                } else {
+                    try expectTooDeep(value, label)  // the empty container is level 513
+                }
+                #expect(value.description == text, label)
+            }
             // Beside a shallow sibling, the deep path starts part-way down.
+            let value = nested(levels).value
             let wrapped: JSON = ["before": [1, [2]], "deep": value]
             if levels < JSON.maximumNestingDepth {
                 #expect(try JSON(parsing: wrapped.serialized()) == wrapped, "\(levels) levels, wrapped")
             } else {
-                #expect(throws: SofaError.self) { try wrapped.serialized() }
+                try expectTooDeep(wrapped, "\(levels) levels, wrapped")
             }
         }
-        #expect(throws: SofaError.self) { try nested(JSON.maximumNestingDepth + 1).value.serialized() }
+        // Two deep siblings in one container just above the recursion depth: the explicit stack is entered twice
+        // from one loop.
+        let child = nested(10)
+        var siblings: JSON = [child.value, child.value]
+        var siblingsText = "[\(child.text),\(child.text)]"
+        for _ in 0..<(recursion - 1) {
+            siblings = [siblings]
+            siblingsText = "[\(siblingsText)]"
+        }
+        #expect(try siblings.serialized() == siblingsText)
+        // A NaN below the recursion depth: `description`'s readable form, and strict mode's error.
+        let deepNaN = nested(recursion + 3, leaf: (.number(.nan), "NaN"))
+        #expect(deepNaN.value.description == deepNaN.text)
+        let nanError = try #require(throws: SofaError.self) { try deepNaN.value.serialized() }
+        #expect(nanError.code == .invalidValue && nanError.message.contains("NaN"))
+        try expectTooDeep(nested(JSON.maximumNestingDepth + 1).value, "513 levels")
         let veryDeep = nested(3 * JSON.maximumNestingDepth)
         #expect(veryDeep.value.description == veryDeep.text)
     }
