@@ -105,14 +105,13 @@ enum JSONSerializer {
     /// arrays' buffers: no container's key or value arrays are copied, as the explicit stack's `OpenContainer`s
     /// copy them (~20 % of the serializer's instructions, callgrind); each item is still retained for its call.
     private static func write(_ value: JSON, depth: Int, to output: inout JSONOutput, strict: Bool) throws {
+        if try writeScalar(value, to: &output, strict: strict) { return }
+        guard depth < recursionDepth else { return try writeDeep(value, depth: depth, to: &output, strict: strict) }
+        // An empty container is a level too, as it is for the parser. (Cannot throw while recursionDepth is below
+        // the limit; kept so the limit holds whatever the two constants are.)
+        try checkDepth(depth, strict: strict)
         switch value {
         case .array(let items):
-            guard depth < recursionDepth else {
-                return try writeDeep(value, depth: depth, to: &output, strict: strict)
-            }
-            // An empty container is a level too, as it is for the parser. (Cannot throw while recursionDepth is
-            // below the limit; kept so the limit holds whatever the two constants are.)
-            try checkDepth(depth, strict: strict)
             guard !items.isEmpty else { return output.append("[]") }
             output.append(ASCII.openBracket)
             try items.withUnsafeBufferPointer { items in
@@ -123,10 +122,6 @@ enum JSONSerializer {
             }
             output.append(ASCII.closeBracket)
         case .object(let members):
-            guard depth < recursionDepth else {
-                return try writeDeep(value, depth: depth, to: &output, strict: strict)
-            }
-            try checkDepth(depth, strict: strict)
             guard !members.isEmpty else { return output.append("{}") }
             output.append(ASCII.openBrace)
             try members.keys.elements.withUnsafeBufferPointer { keys in
@@ -140,8 +135,8 @@ enum JSONSerializer {
                 }
             }
             output.append(ASCII.closeBrace)
-        default:
-            _ = try writeScalar(value, to: &output, strict: strict)
+        case .null, .bool, .number, .string:
+            return  // written by writeScalar above
         }
     }
 
