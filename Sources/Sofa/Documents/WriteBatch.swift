@@ -349,6 +349,7 @@ final class WriteBatch {
         assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
         let actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
             ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+        _ = consume encoded  // `actions` holds the buffers' last references, to be freed with `Flushed`'s
         do {
             // `index` indexes `changes` as it is, and must stay right if this flush fails.
             (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)

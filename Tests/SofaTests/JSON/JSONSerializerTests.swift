@@ -206,8 +206,8 @@ import Testing
         let deepNaN = nested(recursion + 3, leaf: (.number(.nan), "NaN"))
         #expect(deepNaN.value.description == deepNaN.text)
         let nanError = try #require(throws: SofaError.self) { try deepNaN.value.serialized() }
-        #expect(nanError.code == .invalidValue && nanError.message.contains("NaN"))
-        try expectTooDeep(nested(JSON.maximumNestingDepth + 1).value, "513 levels")
+        #expect(nanError.code == .invalidValue && nanError.message.hasPrefix("cannot serialize nan"))
+        try expectTooDeep(nested(JSON.maximumNestingDepth + 1).value, "\(JSON.maximumNestingDepth + 1) levels")
         let veryDeep = nested(3 * JSON.maximumNestingDepth)
         #expect(veryDeep.value.description == veryDeep.text)
     }
