@@ -59,10 +59,9 @@ struct DocumentRecord: Sendable, Equatable {
 
     /// Appends the encoded record to `out` (a flush encodes each record straight into its by-ID action buffer).
     func encode(into out: inout [UInt8]) {
-        // Geometric growth: `out` may be a flush's whole action buffer, which an exact reserve per record would
-        // copy again and again.
-        let needed = out.count + 32 + tree.revisions.count * 24 + (tree.revisions.count == 1 ? inlineSize : 64)
-        if out.capacity < needed { out.reserveCapacity(Swift.max(needed, 2 * out.capacity)) }
+        // Growing geometrically: `out` may be a flush's whole action buffer, which an exact reserve per record
+        // would copy again and again.
+        out.reserveGrowing(out.count + 32 + tree.revisions.count * 24 + (tree.revisions.count == 1 ? inlineSize : 64))
         // The small fields go through a stack buffer, appended in one piece before each body and at the end: an
         // array append per field (and a call into SofaStorage per varint) cost more than the rest of the record.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RecordFieldStage.capacity) { buffer in

@@ -276,8 +276,8 @@ extension BTree {
     ) throws {
         scratch.merged.removeAll(keepingCapacity: true)
         scratch.sizes.removeAll(keepingCapacity: true)
-        scratch.merged.reserve(entries.count + range.count)
-        scratch.sizes.reserve(entries.count + range.count)
+        scratch.merged.reserveGrowing(entries.count + range.count)
+        scratch.sizes.reserveGrowing(entries.count + range.count)
         var i = 0
         let n = entries.count
         for a in range {
@@ -314,15 +314,6 @@ extension BTree {
             let payloadSize = varintSize(UInt64(run.count)) + scratch.sizes[run].reduce(0, +)
             try body(Array(scratch.merged[run]), payloadSize)
         }
-    }
-}
-
-fileprivate extension Array {
-    /// Room for `count` elements: at least doubling the capacity when it grows, so that a buffer kept from
-    /// leaf to leaf is not reallocated for every leaf a little larger than the largest so far, as
-    /// `reserveCapacity(_:)` would (it allocates the exact count).
-    mutating func reserve(_ count: Int) {
-        if capacity < count { reserveCapacity(Swift.max(count, 2 * capacity)) }
     }
 }
 

@@ -141,8 +141,7 @@ package final class Node: @unchecked Sendable {
         var r = ByteReader(bytes, fileOffset: payload.offset + UInt64(FileFormat.chunkPrefixSize), path: path)
         let n = try r.readLength(limit: bytes.count)
         guard n > 0 else { throw r.corruption("node has no entries") }
-        // A buffer kept from leaf to leaf grows by doubling, not to each larger leaf's exact count.
-        if entries.capacity < n { entries.reserveCapacity(max(n, 2 * entries.capacity)) }
+        entries.reserveGrowing(n)  // a buffer kept from leaf to leaf
         for _ in 0..<n {
             let key = try r.readLengthPrefixed()
             let value = try r.readLengthPrefixed()

@@ -864,7 +864,9 @@ public final class StorageFile: @unchecked Sendable {
             throw reported
         }
         allocatedEnd = max(allocatedEnd, end)
-        if durable && oneSync { preallocate(after: end) }
+        // A commit that reached the file's end writes zeros after it (FORMAT.md §11), which its own
+        // `fdatasync` syncs.
+        if durable && oneSync && end >= allocatedEnd { extendZeroTail(beyond: end) }
         do {
             if durable { try system.fdatasync(fd) }
         } catch {
@@ -879,15 +881,6 @@ public final class StorageFile: @unchecked Sendable {
         flushedEnd.store(header.endOffset, ordering: .releasing)
         shared.withLock { $0.header = header }
         return header
-    }
-
-    /// When the commit ending at `end` reached the end of the file, writes zeros after it (FORMAT.md §11): an
-    /// eighth of the file, at least ``minimumZeroTail`` and at most ``preallocationStep``, up to a 4 KiB
-    /// boundary; the commit's own `fdatasync` syncs them. Best effort: if the zeros do not fit (a full disk),
-    /// the partial tail is cut off again and the commit goes on without it.
-    private func preallocate(after end: UInt64) {
-        guard end >= allocatedEnd else { return }
-        extendZeroTail(beyond: end)
     }
 
     /// Writes zeros from the file's end (``allocatedEnd``, at or after `end`) to an eighth of `end` after `end`,
