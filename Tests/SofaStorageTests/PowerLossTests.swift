@@ -16,28 +16,47 @@ import Testing
             let dir = TemporaryDirectory()
             let path = dir.file("tree")
             let simulator = PowerLossSimulator()
-            var rng = SeededGenerator(seed: seed)
-            var images: [(bytes: [UInt8], acked: Int)] = []
-            var acked = 0
-            simulator.onOperation = { sim in
-                for _ in 0..<4 where images.count < 300 {
-                    images.append((sim.crashImage(of: path, sector: sector, using: &rng), acked))
-                }
-            }
-            let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
-            var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+            let cuts = PowerCuts(of: path, on: simulator, sector: sector, seed: seed, perOperation: 4, limit: 300)
+            var (file, tree) = try Self.durableTree(at: path, system: simulator)
             // 36 commits: a one-sync commit is two operations (its data and header in one write, a sync), plus a
             // write when it adds a zero tail, so 300 images need about 75 operations.
             for k in 1...36 {
                 tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
                 try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
-                acked = k
+                cuts.acked = k
             }
             simulator.onOperation = nil
             try file.close()
-            #expect(images.count == 300)
-            checked += try Self.expectRecovered(images, in: dir, seed: seed, "seed \(seed) sector \(sector)")
+            #expect(cuts.images.count == 300)
+            checked += try Self.expectRecovered(cuts.images, in: dir, seed: seed, "seed \(seed) sector \(sector)")
         }
+    }
+
+    /// Power-cut images of a file, taken at its simulator's operations (a few per operation, up to a limit),
+    /// each with the number of commits acknowledged when it was taken.
+    final class PowerCuts {
+        private(set) var images: [(bytes: [UInt8], acked: Int)] = []
+        /// Commits acknowledged so far; the test sets it after each commit returns.
+        var acked = 0
+
+        /// Starts taking images of `path` at every operation of `simulator`, `perOperation` at a time, until
+        /// there are `limit` (called on the test's thread, or on an early sync's while the test waits for it).
+        init(of path: String, on simulator: PowerLossSimulator, sector: Int, seed: UInt64, perOperation: Int,
+             limit: Int) {
+            var rng = SeededGenerator(seed: seed)
+            simulator.onOperation = { [unowned self] sim in
+                for _ in 0..<perOperation where images.count < limit {
+                    images.append((sim.crashImage(of: path, sector: sector, using: &rng), acked))
+                }
+            }
+        }
+    }
+
+    /// A new durable storage file at `path` over `system`, and an empty tree of ``CrashWorkload``'s in it.
+    static func durableTree(at path: String, system: any SystemCalls) throws -> (StorageFile, BTree) {
+        let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: system)
+        return (file, BTree(file: file, root: nil, configuration: CrashWorkload.configuration,
+                            limit: StorageFile.unlimited))
     }
 
     /// Writes each power-cut image into `dir` and opens it: no acknowledged commit lost, nothing beyond the
@@ -82,18 +101,9 @@ import Testing
         let dir = TemporaryDirectory()
         let path = dir.file("tree")
         let simulator = PowerLossSimulator()
-        var rng = SeededGenerator(seed: seed)
         var bodies = SeededGenerator(seed: seed + 1)
-        var images: [(bytes: [UInt8], acked: Int)] = []
-        var acked = 0
-        // Called on the test's thread, or on the early sync's while the test's thread waits for it.
-        simulator.onOperation = { sim in
-            for _ in 0..<3 where images.count < 240 {
-                images.append((sim.crashImage(of: path, sector: sector, using: &rng), acked))
-            }
-        }
-        let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        let cuts = PowerCuts(of: path, on: simulator, sector: sector, seed: seed, perOperation: 3, limit: 240)
+        var (file, tree) = try Self.durableTree(at: path, system: simulator)
         var oneSync = 0, twoSync = 0
         for k in 1...27 {
             let size = k % 9 == 0 ? StorageFile.oneSyncLimit + (64 << 10) : 40 << 10
@@ -104,13 +114,13 @@ import Testing
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
             let header = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
             if header.dataCheck == nil { twoSync += 1 } else { oneSync += 1 }
-            acked = k
+            cuts.acked = k
         }
         simulator.onOperation = nil
         try file.close()
         #expect(oneSync == 24 && twoSync == 3, "both kinds of commit (\(oneSync) one-sync, \(twoSync) two-sync)")
-        #expect(images.count == 240)
-        _ = try Self.expectRecovered(images, in: dir, seed: seed, "sector \(sector)")
+        #expect(cuts.images.count == 240)
+        _ = try Self.expectRecovered(cuts.images, in: dir, seed: seed, "sector \(sector)")
     }
 
     /// A one-sync commit (FORMAT.md §11) cut by a power failure during its only `fdatasync`: its header and
@@ -123,8 +133,7 @@ import Testing
         let dir = TemporaryDirectory()
         let path = dir.file("tree")
         let simulator = PowerLossSimulator()
-        let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: simulator)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        var (file, tree) = try Self.durableTree(at: path, system: simulator)
         for k in 1...5 {
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
             try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
