@@ -186,7 +186,7 @@ public final class Database: @unchecked Sendable {
         try checkOpen()
         if isWriterThread, documents.batch != nil {
             try documents.batch!.flush()
-            return documents.batch!.snapshot(storage: documents.storage)
+            return try documents.batch!.snapshot(storage: documents.storage)
         }
         return try documents.committedSnapshot()
     }

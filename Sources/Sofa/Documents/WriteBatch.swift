@@ -37,8 +37,24 @@ final class WriteBatch {
     /// The overlay's changed documents in first-write order with their latest state.
     typealias Changes = [(id: [UInt8], state: Pending)]
 
+    /// Appenders holding the right edges of both working trees open across chunks (``TreeAppender``).
+    struct OpenEdges {
+        let byID: TreeAppender
+        let bySequence: TreeAppender
+
+        init(resuming byID: BTree, _ bySequence: BTree) throws {
+            self.byID = try TreeAppender(resuming: byID)
+            self.bySequence = try TreeAppender(resuming: bySequence)
+        }
+
+        /// Writes both edges and returns the whole trees.
+        func finish() throws -> (byID: BTree, bySequence: BTree) {
+            (try byID.finish(), try bySequence.finish())
+        }
+    }
+
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
-    /// for, only that thread touches its trees and `error`; the writer reads them after the wait.
+    /// for, only that thread touches its trees, edges and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
         /// Kept after the job is applied: the writer frees them while it waits for the next chunk
         /// (``handOff()``), or the flush queue does at commit (``flush(encoded:)``).
@@ -48,19 +64,26 @@ final class WriteBatch {
         private(set) var logged: [LogEntry]
         var byID: BTree
         var bySequence: BTree
+        /// The trees' open right edges, passed from chunk to chunk while chunks only append (``appends``).
+        var edges: OpenEdges?
+        /// Whether the chunk only appends to both trees (``WriteBatch/appendsToTrees(_:sorted:above:logged:)``):
+        /// it goes to the open edges. Any other chunk finishes the edges first, then is applied by a batch modify.
+        let appends: Bool
         var error: (any Error)?
         /// The largest ID in the by-ID tree once the job is applied: the larger of the tree's before and the
         /// job's own largest (a flush only puts by-ID entries).
         let largestID: [UInt8]?
         let done = DispatchGroup()
 
-        init(changes: Changes, sorted: Bool, logged: [LogEntry], byID: BTree, bySequence: BTree,
-             largestID: [UInt8]?) {
+        init(changes: Changes, sorted: Bool, logged: [LogEntry], byID: BTree, bySequence: BTree, edges: OpenEdges?,
+             appends: Bool, largestID: [UInt8]?) {
             self.changes = changes
             self.sorted = sorted
             self.logged = logged
             self.byID = byID
             self.bySequence = bySequence
+            self.edges = edges
+            self.appends = appends
             self.largestID = largestID
         }
 
@@ -73,9 +96,18 @@ final class WriteBatch {
         /// Applies the chunk (on the flush thread).
         func run() {
             do {
-                (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
-                                                                             logged: logged),
-                                                          byID: byID, bySequence: bySequence)
+                if appends {
+                    if edges == nil { edges = try OpenEdges(resuming: byID, bySequence) }
+                    try WriteBatch.append(changes, to: edges!)
+                } else {
+                    if let open = edges {
+                        edges = nil
+                        (byID, bySequence) = try open.finish()
+                    }
+                    (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
+                                                                                 logged: logged),
+                                                              byID: byID, bySequence: bySequence)
+                }
                 // The chunk's nodes go to the disk now, beside the writer's next puts: the commit syncs the rest.
                 try byID.file.flushAppendedStartingSync()
             } catch {
@@ -84,8 +116,15 @@ final class WriteBatch {
         }
     }
 
-    var byID: BTree
-    var bySequence: BTree
+    /// The working trees. While ``edges`` is set they lack the rows appended to its edges: ``sealEdges()``
+    /// completes them, and everything that reads or commits them seals first.
+    private(set) var byID: BTree
+    private(set) var bySequence: BTree
+    /// The working trees' right edges, held open while the batch's chunks only append to them (a bulk load of
+    /// new IDs in order): each chunk then writes only the nodes it fills, and the edges are written once, when
+    /// the batch flushes at commit or a read needs the trees (BENCHMARKS.md §3, "D1, tenth round"). Owned like
+    /// the trees: by the flush thread while a chunk is in flight.
+    private var edges: OpenEdges?
     /// The commit log's pending changes the batch started from, consulted after the overlay and before the
     /// trees. The first flush or hand-off writes them into the trees with the overlay (``unloggedBase()``,
     /// as they are encoded): from then on the batch's commit rewrites the trees instead of adding a log record.
@@ -144,8 +183,10 @@ final class WriteBatch {
     /// of updates or scattered inserts, whose lookups would each wait for the chunk in flight, and whose chunks
     /// would each rewrite paths all over the trees. Such a batch is no longer pipelined (``handOff()``).
     private(set) var readsTrees = false
-    /// Chunks handed to the flush thread so far (tests check that the pipeline ran).
+    /// Chunks handed to the flush thread so far (tests check that the pipeline ran), and those of them that went
+    /// to the trees' open edges (``FlushJob/appends``).
     private(set) var chunksHandedOff = 0
+    private(set) var chunksAppended = 0
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
@@ -236,6 +277,7 @@ final class WriteBatch {
     /// The largest ID in the working by-ID tree (an inner entry's key is its subtree's largest key, so the
     /// root's last key is the tree's), read once per tree. Not while a chunk is in flight.
     private func largestStoredID() throws -> [UInt8]? {
+        if let edges { return edges.byID.largestKey }
         if let cached = largestID, cached.root == byID.root?.offset { return cached.key }
         guard let root = byID.root else { return nil }
         let node = try byID.node(at: root.offset)
@@ -244,9 +286,11 @@ final class WriteBatch {
         return key
     }
 
-    /// Reads of the working state (the writer's own thread only); waits for a chunk in flight.
-    func snapshot(storage: StorageFile) -> DocumentSnapshot {
+    /// Reads of the working state (the writer's own thread only); waits for a chunk in flight and writes the
+    /// trees' open edges.
+    func snapshot(storage: StorageFile) throws -> DocumentSnapshot {
         join()
+        try sealEdges()
         return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, pending: base,
                                 lastSequence: lastSequence)
     }
@@ -265,7 +309,54 @@ final class WriteBatch {
         }
         byID = job.byID
         bySequence = job.bySequence
+        edges = job.edges
         if let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
+    }
+
+    /// Writes the working trees' open edges, if any, completing the trees (the writer's thread, no chunk in
+    /// flight). A failure poisons the batch.
+    func sealEdges() throws {
+        guard let open = edges else { return }
+        edges = nil
+        do {
+            (byID, bySequence) = try open.finish()
+        } catch {
+            failure = failure ?? error
+            throw error
+        }
+    }
+
+    /// Whether `changes` (in ascending ID order when `sorted`), with the log's `logged` changes, only append to
+    /// both trees: every ID is new and above `largest` (the by-ID tree's largest ID), so every new sequence is
+    /// above the by-sequence tree's too (sequences only grow) and no by-sequence entry is removed.
+    static func appendsToTrees(_ changes: Changes, sorted: Bool, above largest: [UInt8]?, logged: [LogEntry]) -> Bool {
+        guard sorted, logged.isEmpty, !changes.isEmpty else { return false }
+        if let largest, compareArrays(changes[0].id, largest) <= 0 { return false }
+        return changes.allSatisfy { $0.state.storedSequence == nil }
+    }
+
+    /// Appends `changes` (new IDs in ascending order, above every ID of the trees) to the trees' open edges: the
+    /// encoded records to the by-ID tree, then the new sequences in ascending order to the by-sequence tree.
+    static func append(_ changes: Changes, to edges: OpenEdges) throws {
+        var record: [UInt8] = []
+        for change in changes {
+            record.removeAll(keepingCapacity: true)
+            change.state.record.encode(into: &record)
+            try change.id.withUnsafeBytes { id in try record.withUnsafeBytes { try edges.byID.append(key: id, value: $0) } }
+        }
+        // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.
+        var order = Array(changes.indices)
+        if !changes.indices.dropFirst().allSatisfy({
+            changes[$0 - 1].state.record.sequence < changes[$0].state.record.sequence
+        }) {
+            order.sort { changes[$0].state.record.sequence < changes[$1].state.record.sequence }
+        }
+        for i in order {
+            // `DocumentFile.sequenceKey`'s bytes: the sequence, big-endian.
+            try withUnsafeBytes(of: changes[i].state.record.sequence.bigEndian) { key in
+                try changes[i].id.withUnsafeBytes { try edges.bySequence.append(key: key, value: $0) }
+            }
+        }
     }
 
     /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
@@ -293,9 +384,11 @@ final class WriteBatch {
             for c in changes where compareArrays(c.id, top) > 0 { top = c.id }
         }
         if let last = logged.last, compareArrays(last.id, top) > 0 { top = last.id }
+        let appends = WriteBatch.appendsToTrees(changes, sorted: changesAreSorted, above: largest, logged: logged)
         if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
         let job = FlushJob(changes: changes, sorted: changesAreSorted, logged: logged, byID: byID,
-                           bySequence: bySequence, largestID: largest)
+                           bySequence: bySequence, edges: edges, appends: appends, largestID: largest)
+        edges = nil  // the job's until it is joined
         base = .none
         overlayVersion &+= 1
         touchedTrees = true
@@ -307,6 +400,7 @@ final class WriteBatch {
         lastMissAboveAll = false
         inFlight = job
         chunksHandedOff += 1
+        if appends { chunksAppended += 1 }
         WriteBatch.queue.async(group: job.done) { job.run() }
     }
 
@@ -321,9 +415,13 @@ final class WriteBatch {
     /// The overlay's changes as tree actions for the ``flush(encoded:)`` that follows, encoded while the chunk in
     /// flight is still being applied: the encoding reads only the overlay (and the log's pending changes, which a
     /// hand-off has emptied), so a commit does it while it would otherwise wait for the join. Nil when no chunk is
-    /// in flight (nothing to overlap) or the overlay is empty.
+    /// in flight (nothing to overlap), the overlay is empty, or it will go onto the trees' open edges as it is.
     func encodedAheadOfFlush() -> EncodedOverlay? {
-        guard inFlight != nil, failure == nil, !changes.isEmpty else { return nil }
+        guard let job = inFlight, failure == nil, !changes.isEmpty else { return nil }
+        if job.appends && WriteBatch.appendsToTrees(changes, sorted: changesAreSorted, above: job.largestID,
+                                                     logged: unloggedBase()) {
+            return nil
+        }
         let actions = WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
         return EncodedOverlay(actions: actions, version: overlayVersion)
     }
@@ -344,20 +442,36 @@ final class WriteBatch {
         if let failure { throw failure }
         // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
-        guard !changes.isEmpty else { return }
+        guard !changes.isEmpty else { return try sealEdges() }
         touchedTrees = true
-        assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
-        let actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
-            ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
-        _ = consume encoded  // `actions` holds the buffers' last references, to be freed with `Flushed`'s
-        do {
-            // `index` indexes `changes` as it is, and must stay right if this flush fails.
-            (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
-            base = .none
-        } catch {
-            failure = error
-            throw error
+        let actions: Actions
+        // `index` indexes `changes` as it is, and must stay right if this flush fails.
+        if let open = edges, WriteBatch.appendsToTrees(changes, sorted: changesAreSorted,
+                                                       above: open.byID.largestKey, logged: unloggedBase()) {
+            // A bulk load's last chunk: onto the open edges, which are then written.
+            _ = consume encoded
+            actions = Actions()
+            do {
+                try WriteBatch.append(changes, to: open)
+            } catch {
+                failure = error
+                throw error
+            }
+            try sealEdges()
+        } else {
+            try sealEdges()
+            assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
+            actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
+                ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
+            _ = consume encoded  // `actions` holds the buffers' last references, to be freed with `Flushed`'s
+            do {
+                (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
+            } catch {
+                failure = error
+                throw error
+            }
         }
+        base = .none
         index.removeAll(keepingCapacity: true)
         if changes.count >= WriteBatch.freeElsewhereFrom {
             // The flushed records and their encoded actions are freed on the flush queue, as a chunk's are: the

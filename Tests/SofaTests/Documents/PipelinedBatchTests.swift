@@ -52,6 +52,7 @@ import Testing
                 #expect(try db.document(id: Self.id(i + 1)) == nil)
             }
             #expect(try #require(db.documents.batch).chunksHandedOff >= 3, "the pipeline ran")
+            #expect(try #require(db.documents.batch).chunksAppended >= 1, "onto the open edges")
             // An update of a document in an applied chunk, then one more put above them all.
             let earlier = try #require(try db.document(id: Self.id(310)))
             try db.put(["n": -1], id: earlier.id, rev: earlier.revisionID)
@@ -71,6 +72,59 @@ import Testing
         let reopened = try Database(path: dir.database(), options: testOptions())
         #expect(reopened.documentCount == expected.count)
         #expect(try reopened.document(id: Self.id(310))?.userProperties == ["n": -1])
+        expectSound(reopened)
+    }
+
+    /// A bulk load of new IDs in order appends its chunks to the trees' open edges (``TreeAppender``), written
+    /// once by the commit's flush; a read of the trees inside the batch writes them early, and the chunks after it
+    /// open them again. A later batch of updates and inserts below goes through the batch modify as before.
+    @Test func chunksOfNewIDsInOrderAppendToTheTreesOpenEdges() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        var random = SeededRandom(seed: 5)
+        var expected: [String: JSON] = [:]
+        try db.inBatch {
+            for i in 0..<300 {
+                expected[Self.id(i)] = try db.put(Self.body(i, random: &random), id: Self.id(i)).userProperties
+            }
+        }
+        let count = 5 * WriteBatch.pipelineChunk + 77
+        try db.inBatch {
+            for i in 300..<(300 + count) {
+                expected[Self.id(i)] = try db.put(Self.body(i, random: &random), id: Self.id(i)).userProperties
+                if i == 300 + 2 * WriteBatch.pipelineChunk + 10 {
+                    // In an applied chunk, so the trees are read: their edges are written first.
+                    #expect(try db.document(id: Self.id(305))?.userProperties == expected[Self.id(305)])
+                }
+            }
+            let batch = try #require(db.documents.batch)
+            #expect(batch.chunksHandedOff == 5 && batch.chunksAppended == 5)
+        }
+        #expect(db.documentCount == 300 + count)
+        let changes = try db.changes(since: 300)
+        #expect(changes.map(\.documentID) == (300..<(300 + count)).map { Self.id($0) }, "in sequence order")
+        for (id, properties) in expected {
+            #expect(try db.document(id: id)?.userProperties == properties, "\(id)")
+        }
+        let ids = try db.createAllDocumentsQuery().run().compactMap(\.documentID)
+        #expect(ids == expected.keys.sorted(), "all documents in ID order")
+        expectSound(db)
+        // Updates, and new IDs below the stored ones: not appends.
+        try db.inBatch {
+            for i in stride(from: 1, to: 300 + count, by: 7) {
+                let current = try #require(try db.document(id: Self.id(i)))
+                expected[current.id] = try db.put(["n": .number(Double(-i))], id: current.id,
+                                                  rev: current.revisionID).userProperties
+            }
+            for i in 0..<20 { expected["a-\(i)"] = try db.put(["below": .number(Double(i))], id: "a-\(i)").userProperties }
+            #expect(try #require(db.documents.batch).chunksAppended == 0)
+        }
+        try db.close()
+        let reopened = try Database(path: dir.database(), options: testOptions())
+        #expect(reopened.documentCount == expected.count)
+        for (id, properties) in expected {
+            #expect(try reopened.document(id: id)?.userProperties == properties, "\(id)")
+        }
         expectSound(reopened)
     }
 
