@@ -15,7 +15,8 @@ import SofaStorage
 /// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) and syncs
 /// what it wrote (``StorageFile/flushAppendedStartingSync()``) while the writer goes on putting into a fresh
 /// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
-/// is left. At most one job is in flight. While it is, that thread owns the working trees
+/// is left. Chunks of new IDs in ascending order (a bulk load) go onto the trees' right edges, held open from
+/// chunk to chunk (``edges``, ``TreeAppender``) and written once at commit. At most one job is in flight. While it is, that thread owns the working trees
 /// and the storage file's writer state: the writer touches neither until it has joined the job (``join()``) —
 /// every read that must consult the trees, every append of its own (a body chunk), the next hand-off, the
 /// commit and the rollback join first. A read of an ID above every ID stored or in flight answers without
@@ -190,11 +191,11 @@ final class WriteBatch {
 
     static let flushThreshold = 50_000
     static let flushBytes = 32 << 20
-    /// Overlay documents from which a chunk is handed to the flush thread. Each chunk rewrites the trees'
-    /// right-edge paths once more than one flush at commit would (a partly filled leaf and its inner nodes,
-    /// ~4–5 KiB of dead nodes in the file), while the last chunk, flushed at commit on the writer's thread, is
-    /// all that is left for the commit: at 256 D1's file is 125 bytes per document instead of 110 and its
-    /// commit flushes 232 of 1,000 documents; at 128, 144 bytes and 104 (BENCHMARKS.md §3, "D1, sixth round").
+    /// Overlay documents from which a chunk is handed to the flush thread. The last chunk, flushed at commit on
+    /// the writer's thread, is all that is left for the commit (232 of D1's 1,000 documents at 256). Before the
+    /// trees' edges were held open (``edges``), each chunk also rewrote their right-edge paths (at 256 D1's file
+    /// was 125 bytes per document instead of 110; BENCHMARKS.md §3, "D1, sixth round"); with them, 64 and 128
+    /// were no faster than 256 ("D1, tenth round").
     static let pipelineChunk = 256
     /// A flush of at least this many documents frees their records and actions on the flush queue afterwards;
     /// fewer are freed in place, for less than waking the queue costs.

@@ -98,11 +98,9 @@ package final class TreeAppender {
             throw SofaError(.invalidArgument, "appended keys must be above every key of the tree",
                             path: nodes.file.path)
         }
+        // Filled as FORMAT.md §8 says: the entries' bytes within the target, the leading count not counted.
         let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
-        let count = leafEntries.count
-        if count > 0 && varintSize(UInt64(count + 1)) + leafEntriesSize + size > configuration.nodeSize {
-            try writeLeaf()
-        }
+        if !leafEntries.isEmpty && leafEntriesSize + size > configuration.nodeSize { try writeLeaf() }
         appendToLeaf(key: key, value: value)
     }
 
@@ -140,8 +138,7 @@ package final class TreeAppender {
             levelSizes.append(0)
         }
         let size = NodeWriter.innerEntrySize(entry)
-        let count = levels[level].count
-        if count > 0 && varintSize(UInt64(count + 1)) + levelSizes[level] + size > configuration.innerNodeSize {
+        if !levels[level].isEmpty && levelSizes[level] + size > configuration.innerNodeSize {
             let written = try nodes.writeInner(levels[level][...])
             levels[level].removeAll(keepingCapacity: true)
             levelSizes[level] = 0
