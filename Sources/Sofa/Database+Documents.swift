@@ -141,7 +141,7 @@ extension Database {
         if isWriterThread, let batch = documents.batch {
             // The overlay answers without flushing the batch.
             guard let (record, _, _) = try batch.record(Array(id.utf8)) else { return nil }
-            return try batch.snapshot(storage: documents.storage).document(id: id, record: record, revision: revision)
+            return try batch.bodyReader(storage: documents.storage).document(id: id, record: record, revision: revision)
         }
         return try documents.committedSnapshot().document(id: id, revision: revision)
     }

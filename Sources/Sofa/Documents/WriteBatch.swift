@@ -16,7 +16,8 @@ import SofaStorage
 /// what it wrote (``StorageFile/flushAppendedStartingSync()``) while the writer goes on putting into a fresh
 /// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
 /// is left. Chunks of new IDs in ascending order (a bulk load) go onto the trees' right edges, held open from
-/// chunk to chunk (``edges``, ``TreeAppender``) and written once at commit. At most one job is in flight. While it is, that thread owns the working trees
+/// chunk to chunk (``edges``, ``TreeAppender``) and written at commit, or before a read or chunk that needs the
+/// whole trees. At most one job is in flight. While it is, that thread owns the working trees
 /// and the storage file's writer state: the writer touches neither until it has joined the job (``join()``) —
 /// every read that must consult the trees, every append of its own (a body chunk), the next hand-off, the
 /// commit and the rollback join first. A read of an ID above every ID stored or in flight answers without
@@ -37,22 +38,6 @@ final class WriteBatch {
 
     /// The overlay's changed documents in first-write order with their latest state.
     typealias Changes = [(id: [UInt8], state: Pending)]
-
-    /// Appenders holding the right edges of both working trees open across chunks (``TreeAppender``).
-    struct OpenEdges {
-        let byID: TreeAppender
-        let bySequence: TreeAppender
-
-        init(resuming byID: BTree, _ bySequence: BTree) throws {
-            self.byID = try TreeAppender(resuming: byID)
-            self.bySequence = try TreeAppender(resuming: bySequence)
-        }
-
-        /// Writes both edges and returns the whole trees.
-        func finish() throws -> (byID: BTree, bySequence: BTree) {
-            (try byID.finish(), try bySequence.finish())
-        }
-    }
 
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
     /// for, only that thread touches its trees, edges and `error`; the writer reads them after the wait.
@@ -88,10 +73,12 @@ final class WriteBatch {
             self.largestID = largestID
         }
 
-        /// Drops the chunk's changes (on whichever thread is to free them).
+        /// Drops the chunk's changes (on whichever thread is to free them), and its reference to the edges the
+        /// writer took over.
         func free() {
             changes = []
             logged = []
+            edges = nil
         }
 
         /// Applies the chunk (on the flush thread).
@@ -117,14 +104,14 @@ final class WriteBatch {
         }
     }
 
-    /// The working trees. While ``edges`` is set they lack the rows appended to its edges: ``sealEdges()``
-    /// completes them, and everything that reads or commits them seals first.
+    /// The working trees. While ``edges`` is set they lack the rows appended to its edges: ``finishEdges()``
+    /// completes them, and everything that reads or commits them finishes the edges first.
     private(set) var byID: BTree
     private(set) var bySequence: BTree
     /// The working trees' right edges, held open while the batch's chunks only append to them (a bulk load of
-    /// new IDs in order): each chunk then writes only the nodes it fills, and the edges are written once, when
-    /// the batch flushes at commit or a read needs the trees (BENCHMARKS.md §3, "D1, tenth round"). Owned like
-    /// the trees: by the flush thread while a chunk is in flight.
+    /// new IDs in order): each chunk then writes only the nodes it fills, and the edges are written when the
+    /// batch flushes at commit, a read needs the trees, or a chunk that does not append comes (BENCHMARKS.md §3,
+    /// "D1, tenth round"). Owned like the trees: by the flush thread while a chunk is in flight.
     private var edges: OpenEdges?
     /// The commit log's pending changes the batch started from, consulted after the overlay and before the
     /// trees. The first flush or hand-off writes them into the trees with the overlay (``unloggedBase()``,
@@ -184,9 +171,9 @@ final class WriteBatch {
     /// of updates or scattered inserts, whose lookups would each wait for the chunk in flight, and whose chunks
     /// would each rewrite paths all over the trees. Such a batch is no longer pipelined (``handOff()``).
     private(set) var readsTrees = false
-    /// Chunks handed to the flush thread so far (tests check that the pipeline ran), and those of them that went
-    /// to the trees' open edges (``FlushJob/appends``).
+    /// Chunks handed to the flush thread so far (tests check that the pipeline ran).
     private(set) var chunksHandedOff = 0
+    /// Chunks handed off that went to the trees' open edges (``FlushJob/appends``; tests check the edges were used).
     private(set) var chunksAppended = 0
 
     static let flushThreshold = 50_000
@@ -204,7 +191,8 @@ final class WriteBatch {
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
     /// ~7 KiB it saved cost the sync almost nothing and the zero tail ~4 µs (FORMAT.md §10.1.1 and §10.1.2,
-    /// BENCHMARKS.md §3, "D2, fourth round"). The raw paths stay well within a one-sync commit's 1 MiB.
+    /// BENCHMARKS.md §3, "D2, fourth round"). The raw paths stay well within a one-sync commit's 1 MiB. The
+    /// last flush of a batch whose edges were held open writes them compressed, however few are left.
     static let rawFlushLimit = 4
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
@@ -291,8 +279,20 @@ final class WriteBatch {
     /// trees' open edges.
     func snapshot(storage: StorageFile) throws -> DocumentSnapshot {
         join()
-        try sealEdges()
+        try finishEdges()
         return DocumentSnapshot(storage: storage, byID: byID, bySequence: bySequence, pending: base,
+                                lastSequence: lastSequence)
+    }
+
+    /// A snapshot that reads the bodies of records the batch found (``record(_:forEdit:)``), which needs neither
+    /// tree: it waits for a chunk in flight (whose appends share the file's buffer) but leaves the edges open.
+    /// Its trees are empty and its pending changes none, so it finds no document by itself.
+    func bodyReader(storage: StorageFile) -> DocumentSnapshot {
+        join()
+        let none = { (tree: BTree) in
+            BTree(file: storage, root: nil, configuration: tree.configuration, limit: StorageFile.unlimited)
+        }
+        return DocumentSnapshot(storage: storage, byID: none(byID), bySequence: none(bySequence), pending: .none,
                                 lastSequence: lastSequence)
     }
 
@@ -311,52 +311,22 @@ final class WriteBatch {
         byID = job.byID
         bySequence = job.bySequence
         edges = job.edges
-        if let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
+        // (The tree an appending job leaves lacks the rows on its edges: its root is not the key's.)
+        if !job.appends, let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
     }
 
     /// Writes the working trees' open edges, if any, completing the trees (the writer's thread, no chunk in
-    /// flight). A failure poisons the batch.
-    func sealEdges() throws {
+    /// flight). Throws the batch's failure instead when it has one (the edges may point at discarded nodes); a
+    /// failure here poisons the batch.
+    func finishEdges() throws {
         guard let open = edges else { return }
+        if let failure { throw failure }
         edges = nil
         do {
             (byID, bySequence) = try open.finish()
         } catch {
             failure = failure ?? error
             throw error
-        }
-    }
-
-    /// Whether `changes` (in ascending ID order when `sorted`), with the log's `logged` changes, only append to
-    /// both trees: every ID is new and above `largest` (the by-ID tree's largest ID), so every new sequence is
-    /// above the by-sequence tree's too (sequences only grow) and no by-sequence entry is removed.
-    static func appendsToTrees(_ changes: Changes, sorted: Bool, above largest: [UInt8]?, logged: [LogEntry]) -> Bool {
-        guard sorted, logged.isEmpty, !changes.isEmpty else { return false }
-        if let largest, compareArrays(changes[0].id, largest) <= 0 { return false }
-        return changes.allSatisfy { $0.state.storedSequence == nil }
-    }
-
-    /// Appends `changes` (new IDs in ascending order, above every ID of the trees) to the trees' open edges: the
-    /// encoded records to the by-ID tree, then the new sequences in ascending order to the by-sequence tree.
-    static func append(_ changes: Changes, to edges: OpenEdges) throws {
-        var record: [UInt8] = []
-        for change in changes {
-            record.removeAll(keepingCapacity: true)
-            change.state.record.encode(into: &record)
-            try change.id.withUnsafeBytes { id in try record.withUnsafeBytes { try edges.byID.append(key: id, value: $0) } }
-        }
-        // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.
-        var order = Array(changes.indices)
-        if !changes.indices.dropFirst().allSatisfy({
-            changes[$0 - 1].state.record.sequence < changes[$0].state.record.sequence
-        }) {
-            order.sort { changes[$0].state.record.sequence < changes[$1].state.record.sequence }
-        }
-        for i in order {
-            // `DocumentFile.sequenceKey`'s bytes: the sequence, big-endian.
-            try withUnsafeBytes(of: changes[i].state.record.sequence.bigEndian) { key in
-                try changes[i].id.withUnsafeBytes { try edges.bySequence.append(key: key, value: $0) }
-            }
         }
     }
 
@@ -443,7 +413,7 @@ final class WriteBatch {
         if let failure { throw failure }
         // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
-        guard !changes.isEmpty else { return try sealEdges() }
+        guard !changes.isEmpty else { return try finishEdges() }
         touchedTrees = true
         let actions: Actions
         // `index` indexes `changes` as it is, and must stay right if this flush fails.
@@ -458,9 +428,9 @@ final class WriteBatch {
                 failure = error
                 throw error
             }
-            try sealEdges()
+            try finishEdges()
         } else {
-            try sealEdges()
+            try finishEdges()
             assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
             actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
                 ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())

@@ -32,11 +32,8 @@ public final class TreeBuilder {
     /// The leaf being filled: its encoded entries and where each key and value sits in them.
     private var leafBytes: [UInt8] = []
     private var leafEntries: [(key: Range<Int>, value: Range<Int>)] = []
-    /// The inner nodes being filled, level 0 just above the leaves, and whether each level already emitted
-    /// a node (then it is not the root).
-    private var levels: [[ChildEntry]] = []
-    private var levelSize: [Int] = []
-    private var emitted: [Bool] = []
+    /// The inner nodes being filled, level 0 just above the leaves.
+    private var levels = InnerLevels()
     /// The previous row's key (reused: no allocation per row), valid when `rowCount > 0`.
     private var lastKey: [UInt8] = []
     private var encoded: [EncodedLeaf] = []
@@ -121,47 +118,15 @@ public final class TreeBuilder {
             let (offset, length) = try chunk.withUnsafeBytes { try nodes.file.append(framed: $0) }
             let pointer = NodePointer(offset: offset, rowCount: UInt64(leaf.rows), subtreeSize: UInt64(length),
                                       reduction: leaf.reduction)
-            try push(ChildEntry(key: leaf.lastKey, pointer: pointer), level: 0)
+            try levels.push(ChildEntry(key: leaf.lastKey, pointer: pointer), level: 0, nodes: &nodes)
         }
-    }
-
-    private func push(_ entry: ChildEntry, level: Int) throws {
-        if level == levels.count {
-            levels.append([])
-            levelSize.append(0)
-            emitted.append(false)
-        }
-        let size = NodeWriter.innerEntrySize(entry)
-        if !levels[level].isEmpty && levelSize[level] + size > configuration.innerNodeSize {
-            try flushLevel(level)
-        }
-        levels[level].append(entry)
-        levelSize[level] += size
-    }
-
-    private func flushLevel(_ level: Int) throws {
-        let entry = try nodes.writeInner(levels[level][...])
-        levels[level].removeAll(keepingCapacity: true)
-        levelSize[level] = 0
-        emitted[level] = true
-        try push(entry, level: level + 1)
     }
 
     /// Writes what remains and returns the tree (uncommitted; commit its root).
     public func finish() throws -> BTree {
         if !leafEntries.isEmpty { try flushLeaf() }
         try writeEncodedLeaves()
-        var root: NodePointer?
-        var level = 0
-        while level < levels.count {
-            let isTop = level == levels.count - 1
-            if isTop && !emitted[level] && levels[level].count == 1 {
-                root = levels[level][0].pointer
-                break
-            }
-            if !levels[level].isEmpty { try flushLevel(level) }
-            level += 1
-        }
+        let root = try levels.finish(nodes: &nodes)
         return BTree(file: nodes.file, root: root, configuration: configuration, limit: StorageFile.unlimited)
     }
 }

@@ -76,49 +76,60 @@ import Testing
     }
 
     /// A bulk load of new IDs in order appends its chunks to the trees' open edges (``TreeAppender``), written
-    /// once by the commit's flush; a read of the trees inside the batch writes them early, and the chunks after it
-    /// open them again. A later batch of updates and inserts below goes through the batch modify as before.
+    /// once, by the commit's flush: nothing of the trees is left dead, and reading documents inside the batch
+    /// keeps them open. A chunk that does not append (new IDs out of order) writes them first, on the flush
+    /// thread or at commit; a chunk whose sequences are out of ID order still appends.
     @Test func chunksOfNewIDsInOrderAppendToTheTreesOpenEdges() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
         var random = SeededRandom(seed: 5)
         var expected: [String: JSON] = [:]
-        try db.inBatch {
-            for i in 0..<300 {
-                expected[Self.id(i)] = try db.put(Self.body(i, random: &random), id: Self.id(i)).userProperties
-            }
+        func put(_ i: Int) throws {
+            expected[Self.id(i)] = try db.put(Self.body(i, random: &random), id: Self.id(i)).userProperties
         }
+        try db.inBatch {
+            for i in 0..<300 { try put(i) }
+            #expect(try #require(db.documents.batch).chunksAppended == 1)
+        }
+        // A chunk that rewrote its edges would have left them dead (a leaf and its inner nodes per tree).
+        let loaded = try db.documentFileReport()
+        #expect(loaded.fileSize - loaded.liveBytes < 100, "only the first, empty commit is dead: \(loaded)")
         let count = 5 * WriteBatch.pipelineChunk + 77
         try db.inBatch {
             for i in 300..<(300 + count) {
-                expected[Self.id(i)] = try db.put(Self.body(i, random: &random), id: Self.id(i)).userProperties
-                if i == 300 + 2 * WriteBatch.pipelineChunk + 10 {
-                    // In an applied chunk, so the trees are read: their edges are written first.
+                try put(i)
+                if i == 300 + WriteBatch.pipelineChunk + 10 {
+                    // A document of an applied chunk, read from its body alone (the edges stay open); then one
+                    // of the overlay updated, so that its new sequence is out of its chunk's ID order.
                     #expect(try db.document(id: Self.id(305))?.userProperties == expected[Self.id(305)])
+                    let earlier = try #require(try db.document(id: Self.id(i - 5)))
+                    expected[earlier.id] = try db.put(["n": -5], id: earlier.id, rev: earlier.revisionID).userProperties
                 }
             }
             let batch = try #require(db.documents.batch)
             #expect(batch.chunksHandedOff == 5 && batch.chunksAppended == 5)
+            // New IDs above every stored one, out of order: the commit's flush writes the open edges, then
+            // applies the overlay as a batch modify.
+            for i in [300 + count + 2, 300 + count + 1] { try put(i) }
         }
-        #expect(db.documentCount == 300 + count)
-        let changes = try db.changes(since: 300)
-        #expect(changes.map(\.documentID) == (300..<(300 + count)).map { Self.id($0) }, "in sequence order")
+        // One chunk that appends, then one that does not: the flush thread writes the edges before applying it.
+        let next = 300 + count + 3
+        try db.inBatch {
+            for i in next..<(next + WriteBatch.pipelineChunk) { try put(i) }
+            for i in (0..<(WriteBatch.pipelineChunk + 40)).reversed() { try put(next + WriteBatch.pipelineChunk + i) }
+            let batch = try #require(db.documents.batch)
+            #expect(batch.chunksHandedOff == 2 && batch.chunksAppended == 1)
+        }
+        #expect(db.documentCount == expected.count)
+        let changes = try db.changes(since: 0)
+        #expect(changes.count == expected.count, "each document once")
+        #expect(changes.map(\.sequence) == changes.map(\.sequence).sorted())
         for (id, properties) in expected {
             #expect(try db.document(id: id)?.userProperties == properties, "\(id)")
         }
         let ids = try db.createAllDocumentsQuery().run().compactMap(\.documentID)
         #expect(ids == expected.keys.sorted(), "all documents in ID order")
         expectSound(db)
-        // Updates, and new IDs below the stored ones: not appends.
-        try db.inBatch {
-            for i in stride(from: 1, to: 300 + count, by: 7) {
-                let current = try #require(try db.document(id: Self.id(i)))
-                expected[current.id] = try db.put(["n": .number(Double(-i))], id: current.id,
-                                                  rev: current.revisionID).userProperties
-            }
-            for i in 0..<20 { expected["a-\(i)"] = try db.put(["below": .number(Double(i))], id: "a-\(i)").userProperties }
-            #expect(try #require(db.documents.batch).chunksAppended == 0)
-        }
         try db.close()
         let reopened = try Database(path: dir.database(), options: testOptions())
         #expect(reopened.documentCount == expected.count)

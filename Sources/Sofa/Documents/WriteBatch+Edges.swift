@@ -1,0 +1,57 @@
+import SofaStorage
+
+// The working trees' open right edges (``WriteBatch/edges``): which chunks go there, and how.
+extension WriteBatch {
+    /// Appenders holding the right edges of both working trees open across chunks (``TreeAppender``).
+    struct OpenEdges {
+        let byID: TreeAppender
+        let bySequence: TreeAppender
+
+        /// Appenders resuming the working trees `byID` and `bySequence`.
+        init(resuming byID: BTree, _ bySequence: BTree) throws {
+            self.byID = try TreeAppender(resuming: byID)
+            self.bySequence = try TreeAppender(resuming: bySequence)
+        }
+
+        /// Writes both edges and returns the whole trees.
+        func finish() throws -> (byID: BTree, bySequence: BTree) {
+            (try byID.finish(), try bySequence.finish())
+        }
+    }
+
+    /// Whether `changes` (in ascending ID order when `sorted`), with the log's `logged` changes, only append to
+    /// both trees: every ID is new and above `largest` (the by-ID tree's largest ID), so every new sequence is
+    /// above the by-sequence tree's too (sequences only grow) and no by-sequence entry is removed.
+    static func appendsToTrees(_ changes: Changes, sorted: Bool, above largest: [UInt8]?,
+                               logged: [LogEntry]) -> Bool {
+        guard sorted, logged.isEmpty, !changes.isEmpty else { return false }
+        if let largest, compareArrays(changes[0].id, largest) <= 0 { return false }
+        return changes.allSatisfy { $0.state.storedSequence == nil }
+    }
+
+    /// Appends `changes` (new IDs in ascending order, above every ID of the trees) to the trees' open edges: the
+    /// encoded records to the by-ID tree, then the new sequences in ascending order to the by-sequence tree.
+    static func append(_ changes: Changes, to edges: OpenEdges) throws {
+        var record: [UInt8] = []
+        for change in changes {
+            record.removeAll(keepingCapacity: true)
+            change.state.record.encode(into: &record)
+            try change.id.withUnsafeBytes { id in
+                try record.withUnsafeBytes { try edges.byID.append(key: id, value: $0) }
+            }
+        }
+        // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.
+        var order = Array(changes.indices)
+        if !changes.indices.dropFirst().allSatisfy({
+            changes[$0 - 1].state.record.sequence < changes[$0].state.record.sequence
+        }) {
+            order.sort { changes[$0].state.record.sequence < changes[$1].state.record.sequence }
+        }
+        for i in order {
+            // `DocumentFile.sequenceKey`'s bytes: the sequence, big-endian.
+            try withUnsafeBytes(of: changes[i].state.record.sequence.bigEndian) { key in
+                try changes[i].id.withUnsafeBytes { try edges.bySequence.append(key: key, value: $0) }
+            }
+        }
+    }
+}
