@@ -113,7 +113,7 @@ extension BTree {
     /// Levels of inner nodes above the leaves under the node at `offset` (0: it is a leaf), down its first
     /// children. Every leaf of a tree is at the same depth: bulk loads build level by level, and a batch modify
     /// replaces each node with nodes of its own level.
-    private func height(of offset: UInt64) throws -> Int {
+    func height(of offset: UInt64) throws -> Int {
         var height = 0
         var node = try node(at: offset)
         while !node.isLeaf {
@@ -165,7 +165,8 @@ extension BTree {
         }
     }
 
-    fileprivate func misplacedLeaf(at offset: UInt64) -> SofaError {
+    /// The corruption error for a node at `offset` found at another depth than the tree's leaves.
+    func misplacedLeaf(at offset: UInt64) -> SofaError {
         SofaError(.corruption, "tree leaves lie at different depths (node \(offset))", path: file.path,
                   offset: Int(clamping: offset))
     }

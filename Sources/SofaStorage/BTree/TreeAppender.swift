@@ -50,6 +50,9 @@ package final class TreeAppender {
             levels = InnerLevels()
             return
         }
+        // Every leaf lies at one depth (the batch modify's rule too): a damaged tree whose edge is shorter or
+        // longer than its first path is not extended. (Read before the edge leaves the node cache.)
+        let height = try tree.height(of: root.offset)
         var edge: [Node] = []
         var offset = root.offset
         var node = try tree.node(at: offset, cachingLeaf: false)
@@ -60,18 +63,7 @@ package final class TreeAppender {
             node = try tree.node(at: offset, cachingLeaf: false)
             tree.file.nodeCache.remove(at: offset)
         }
-        // Every leaf lies at one depth: a damaged tree whose edge is shorter or longer is not extended.
-        var depth = 0
-        var first = edge.first
-        while let inner = first {
-            depth += 1
-            let child = try tree.node(at: inner.childOffset(0), cachingLeaf: false)
-            first = child.isLeaf ? nil : child
-        }
-        guard depth == edge.count else {
-            throw SofaError(.corruption, "tree leaves lie at different depths (node \(offset))", path: tree.file.path,
-                            offset: Int(clamping: offset))
-        }
+        guard edge.count == height else { throw tree.misplacedLeaf(at: offset) }
         // Each edge node's entries but the last, which points to the edge node below: that one is rewritten.
         levels = InnerLevels(resuming: edge.reversed().map { parent in
             (0..<(parent.count - 1)).map { ChildEntry(key: Array(parent.key($0)), pointer: parent.child($0)) }
