@@ -118,7 +118,9 @@ enum JSONSerializer {
             try items.withUnsafeBufferPointer { items in
                 for index in items.indices {
                     if index > 0 { output.append(ASCII.comma) }
-                    try write(items[index], depth: depth + 1, to: &output, strict: strict)
+                    if try !writeScalar(items[index], to: &output, strict: strict) {
+                        try write(items[index], depth: depth + 1, to: &output, strict: strict)
+                    }
                 }
             }
             output.append(ASCII.closeBracket)
@@ -131,7 +133,9 @@ enum JSONSerializer {
                         if index > 0 { output.append(ASCII.comma) }
                         output.appendString(keys[index])
                         output.append(ASCII.colon)
-                        try write(values[index], depth: depth + 1, to: &output, strict: strict)
+                        if try !writeScalar(values[index], to: &output, strict: strict) {
+                            try write(values[index], depth: depth + 1, to: &output, strict: strict)
+                        }
                     }
                 }
             }

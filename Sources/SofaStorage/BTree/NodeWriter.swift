@@ -123,24 +123,77 @@ package struct NodeWriter {
         }
         NodeWriter.encodeLeafPayload(entries, into: UnsafeMutableRawBufferPointer(start: bytes, count: total),
                                      layout: &layout)
-        let offset: UInt64, length: Int, reduction: [UInt8]
+        let reduction: [UInt8]
         do {
             reduction = try configuration.reducer?.reduce(entries) ?? []
-            (offset, length) = try file.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: bytes, count: total),
+        } catch {
+            bytes.deallocate()
+            throw error
+        }
+        return try writeLeafPayload(taking: bytes, count: total, rows: entries.count, layout: layout,
+                                    reduction: reduction, lastKey: entries[entries.count - 1].key)
+    }
+
+    /// Writes one leaf whose entries are already encoded and returns its entry for the parent: `entries` holds
+    /// `layout.count` (at least one) leaf entries, ascending, one after the other as a leaf payload holds them
+    /// after its entry count (FORMAT.md §8), and `layout` says where each one's key and value lie in `entries`.
+    /// For a writer that encodes entries as they come (``TreeAppender``): the payload is the count and one copy
+    /// of `entries`, with no entry list to encode from.
+    package mutating func writeLeaf(encodedEntries entries: UnsafeRawBufferPointer,
+                                    layout: [Node.Layout]) throws -> ChildEntry {
+        precondition(!layout.isEmpty && entries.count > 0)
+        let countSize = varintSize(UInt64(layout.count))
+        let total = countSize + entries.count
+        let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
+        (bytes + countSize).copyMemory(from: entries.baseAddress!, byteCount: entries.count)
+        precondition(storeVarint(UInt64(layout.count), at: bytes) == bytes + countSize)
+        func view(_ start: Int32, _ length: Int32) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: entries.baseAddress! + Int(start), count: Int(length))
+        }
+        let reduction: [UInt8]
+        do {
+            reduction = try configuration.reducer?.reduce(layout.map {
+                (view($0.keyStart, $0.keyLength), view($0.valueStart, $0.valueLength))
+            }) ?? []
+        } catch {
+            bytes.deallocate()
+            throw error
+        }
+        // The cached node's layout counts from the payload's start, before the entry count.
+        let shift = Int32(countSize)
+        let payloadLayout = cachesLeaves ? layout.map {
+            Node.Layout(keyStart: $0.keyStart + shift, keyLength: $0.keyLength, valueStart: $0.valueStart + shift,
+                        valueLength: $0.valueLength)
+        } : nil
+        let last = layout[layout.count - 1]
+        return try writeLeafPayload(taking: bytes, count: total, rows: layout.count, layout: payloadLayout,
+                                    reduction: reduction, lastKey: view(last.keyStart, last.keyLength))
+    }
+
+    /// Appends the leaf payload `bytes` (`count` bytes, allocated for it, owned from here on) and returns its
+    /// entry for the parent; the node cache takes the payload when `layout` is given, else it is freed.
+    private mutating func writeLeafPayload(
+        taking bytes: UnsafeMutableRawPointer, count: Int, rows: Int, layout: [Node.Layout]?, reduction: [UInt8],
+        lastKey: UnsafeRawBufferPointer
+    ) throws -> ChildEntry {
+        let offset: UInt64, length: Int
+        do {
+            (offset, length) = try file.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: bytes, count: count),
                                                compress: configuration.compress)
         } catch {
             bytes.deallocate()
             throw error
         }
+        let key = Array(lastKey)
         if let layout {
-            let payload = ChunkPayload(taking: bytes, count: total, offset: offset, kind: .leaf, fileLength: length)
+            let payload = ChunkPayload(taking: bytes, count: count, offset: offset, kind: .leaf, fileLength: length)
             file.nodeCache.insert(Node(payload: payload, isLeaf: true, layout: layout, children: []), at: offset)
         } else {
             bytes.deallocate()
         }
-        let pointer = NodePointer(offset: offset, rowCount: UInt64(entries.count), subtreeSize: UInt64(length),
+        let pointer = NodePointer(offset: offset, rowCount: UInt64(rows), subtreeSize: UInt64(length),
                                   reduction: reduction)
-        return ChildEntry(key: Array(entries[entries.count - 1].key), pointer: pointer)
+        return ChildEntry(key: key, pointer: pointer)
     }
 
     /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:from:)``:

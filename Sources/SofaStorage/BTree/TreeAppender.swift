@@ -27,12 +27,17 @@
 package final class TreeAppender {
     @exclusivity(unchecked) private var nodes: NodeWriter
     private let configuration: BTreeConfiguration
-    /// The open last leaf: each entry's key and value, one after the other, and where each sits there. It
-    /// holds the tree's largest key as its last (it is empty only for an empty tree, and once finished).
-    @exclusivity(unchecked) private var leafBytes: [UInt8] = []
-    @exclusivity(unchecked) private var leafEntries: [(key: Range<Int>, value: Range<Int>)] = []
-    /// The open leaf's entry bytes (the sum of ``NodeWriter/leafEntrySize(keyCount:valueCount:)``).
-    @exclusivity(unchecked) private var leafEntriesSize = 0
+    /// The open last leaf's entries, encoded one after the other as its payload will hold them after the entry
+    /// count (FORMAT.md §8): `leafSize` bytes of a buffer of `leafCapacity`, which grows and is reused from leaf
+    /// to leaf. Encoding each entry as it comes costs one copy per field, where collecting the entries and
+    /// encoding the leaf at the end cost two, and array appends (callgrind, D1). The last entry holds the tree's
+    /// largest key (the leaf is empty only for an empty tree, and once finished).
+    @exclusivity(unchecked) private var leaf: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var leafCapacity: Int
+    /// The open leaf's entry bytes: the sum of ``NodeWriter/leafEntrySize(keyCount:valueCount:)`` over them.
+    @exclusivity(unchecked) private var leafSize = 0
+    /// Where each entry's key and value lie in ``leaf``.
+    @exclusivity(unchecked) private var leafLayout: [Node.Layout] = []
     /// The open inner node of each level above the leaves.
     @exclusivity(unchecked) private var levels: InnerLevels
     /// Whether the appender takes no more calls: it finished, or a write failed.
@@ -46,6 +51,9 @@ package final class TreeAppender {
     package init(resuming tree: BTree) throws {
         configuration = tree.configuration
         nodes = NodeWriter(file: tree.file, configuration: tree.configuration)
+        // Room for a full leaf and the entry that overflows it, as a rule; a larger entry grows the buffer.
+        leafCapacity = 2 * max(configuration.nodeSize, 1024)
+        leaf = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)
         guard let root = tree.root else {
             levels = InnerLevels()
             return
@@ -71,10 +79,18 @@ package final class TreeAppender {
         for i in 0..<node.count { appendToLeaf(key: node.key(i), value: node.value(i)) }
     }
 
+    deinit { leaf.deallocate() }
+
     /// The largest key of the tree as it stands (original and appended rows); nil while the tree is empty and
     /// once the appender is closed.
     package var largestKey: [UInt8]? {
-        closed ? nil : leafEntries.last.map { Array(leafBytes[$0.key]) }
+        closed ? nil : leafLayout.last.map { Array(key(of: $0)) }
+    }
+
+    /// The key of the open leaf's entry at `layout`.
+    @inline(__always)
+    private func key(of layout: Node.Layout) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: leaf + Int(layout.keyStart), count: Int(layout.keyLength))
     }
 
     /// Appends a row whose key is above every key of the tree and every row appended before.
@@ -83,14 +99,13 @@ package final class TreeAppender {
     ///   errors (the appender is then closed).
     package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         try checkOpen()
-        if let last = leafEntries.last,
-           leafBytes.withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: $0[last.key]), key) }) >= 0 {
+        if let last = leafLayout.last, compareBytes(self.key(of: last), key) >= 0 {
             throw SofaError(.invalidArgument, "appended keys must be above every key of the tree",
                             path: nodes.file.path)
         }
         // Filled as FORMAT.md §8 says: the entries' bytes within the target, the leading count not counted.
         let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
-        if !leafEntries.isEmpty && leafEntriesSize + size > configuration.nodeSize {
+        if !leafLayout.isEmpty && leafSize + size > configuration.nodeSize {
             try closingOnFailure { try writeLeaf() }
         }
         appendToLeaf(key: key, value: value)
@@ -106,7 +121,7 @@ package final class TreeAppender {
     package func finish() throws -> BTree {
         try checkOpen()
         defer { closed = true }
-        if !leafEntries.isEmpty { try writeLeaf() }
+        if !leafLayout.isEmpty { try writeLeaf() }
         let root = try levels.finish(nodes: &nodes)
         return BTree(file: nodes.file, root: root, configuration: configuration, limit: StorageFile.unlimited)
     }
@@ -129,24 +144,31 @@ package final class TreeAppender {
     }
 
     private func appendToLeaf(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let keyStart = leafBytes.count
-        leafBytes.append(contentsOf: key)
-        let valueStart = leafBytes.count
-        leafBytes.append(contentsOf: value)
-        leafEntries.append((keyStart..<valueStart, valueStart..<leafBytes.count))
-        leafEntriesSize += NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
+        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
+        if leafCapacity - leafSize < size {
+            leafCapacity = max(2 * leafCapacity, leafSize + size)
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)
+            grown.copyMemory(from: leaf, byteCount: leafSize)
+            leaf.deallocate()
+            leaf = grown
+        }
+        var at = storeVarint(UInt64(key.count), at: leaf + leafSize)
+        let keyStart = at - leaf
+        if key.count > 0 { at.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        at = storeVarint(UInt64(value.count), at: at + key.count)
+        let valueStart = at - leaf
+        if value.count > 0 { at.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        leafLayout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(key.count),
+                                      valueStart: Int32(valueStart), valueLength: Int32(value.count)))
+        leafSize += size
     }
 
     /// Writes the open leaf and hands its pointer to the level above.
     private func writeLeaf() throws {
-        let entry = try leafBytes.withUnsafeBytes { all in
-            try nodes.writeLeaf(leafEntries.map {
-                (UnsafeRawBufferPointer(rebasing: all[$0.key]), UnsafeRawBufferPointer(rebasing: all[$0.value]))
-            }, payloadSize: varintSize(UInt64(leafEntries.count)) + leafEntriesSize)
-        }
-        leafBytes.removeAll(keepingCapacity: true)
-        leafEntries.removeAll(keepingCapacity: true)
-        leafEntriesSize = 0
+        let entry = try nodes.writeLeaf(encodedEntries: UnsafeRawBufferPointer(start: leaf, count: leafSize),
+                                        layout: leafLayout)
+        leafSize = 0
+        leafLayout.removeAll(keepingCapacity: true)
         try levels.push(entry, level: 0, nodes: &nodes)
     }
 }
