@@ -32,12 +32,15 @@ extension WriteBatch {
     /// Appends `changes` (new IDs in ascending order, above every ID of the trees) to the trees' open edges: the
     /// encoded records to the by-ID tree, then the new sequences in ascending order to the by-sequence tree.
     static func append(_ changes: Changes, to edges: OpenEdges) throws {
-        var record: [UInt8] = []
         for change in changes {
-            record.removeAll(keepingCapacity: true)
-            change.state.record.encode(into: &record)
+            // Encoded straight into the by-ID appender's open leaf.
+            let record = change.state.record
+            let size = record.encodedSize
             try change.id.withUnsafeBytes { id in
-                try record.withUnsafeBytes { try edges.byID.append(key: id, value: $0) }
+                try edges.byID.append(key: id, valueCount: size) { out in
+                    precondition(record.encode(to: out.baseAddress!) == out.baseAddress! + size,
+                                 "a record encoded to other than its size")
+                }
             }
         }
         // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.

@@ -98,22 +98,32 @@ package final class TreeAppender {
     /// - Throws: `.invalidArgument` when `key` is not above the tree's largest key (nothing changes); storage
     ///   errors (the appender is then closed).
     package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        try append(key: key, valueCount: value.count) { out in
+            if value.count > 0 { out.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        }
+    }
+
+    /// Appends a row from arrays; see ``append(key:value:)-(UnsafeRawBufferPointer,UnsafeRawBufferPointer)``.
+    package func append(key: [UInt8], value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try append(key: k, value: v) } }
+    }
+
+    /// Appends a row whose value `write` stores in place, into the open leaf: exactly `valueCount` bytes, all of
+    /// which it must write (a record encoded straight into the leaf, not into an array first). Otherwise as
+    /// ``append(key:value:)-(UnsafeRawBufferPointer,UnsafeRawBufferPointer)``.
+    package func append(key: UnsafeRawBufferPointer, valueCount: Int,
+                        writingValue write: (UnsafeMutableRawBufferPointer) -> Void) throws {
         try checkOpen()
         if let last = leafLayout.last, compareBytes(self.key(of: last), key) >= 0 {
             throw SofaError(.invalidArgument, "appended keys must be above every key of the tree",
                             path: nodes.file.path)
         }
         // Filled as FORMAT.md §8 says: the entries' bytes within the target, the leading count not counted.
-        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
+        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: valueCount)
         if !leafLayout.isEmpty && leafSize + size > configuration.nodeSize {
             try closingOnFailure { try writeLeaf() }
         }
-        appendToLeaf(key: key, value: value)
-    }
-
-    /// Appends a row from arrays; see ``append(key:value:)-(UnsafeRawBufferPointer,UnsafeRawBufferPointer)``.
-    package func append(key: [UInt8], value: [UInt8]) throws {
-        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try append(key: k, value: v) } }
+        appendToLeaf(key: key, valueCount: valueCount, writingValue: write)
     }
 
     /// Writes the right edge, bottom up, and returns the tree (uncommitted: commit its root). The appender is
@@ -144,7 +154,15 @@ package final class TreeAppender {
     }
 
     private func appendToLeaf(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)
+        appendToLeaf(key: key, valueCount: value.count) { out in
+            if value.count > 0 { out.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        }
+    }
+
+    @inline(__always)
+    private func appendToLeaf(key: UnsafeRawBufferPointer, valueCount: Int,
+                              writingValue write: (UnsafeMutableRawBufferPointer) -> Void) {
+        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: valueCount)
         if leafCapacity - leafSize < size {
             leafCapacity = max(2 * leafCapacity, leafSize + size)
             let grown = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)
@@ -155,11 +173,11 @@ package final class TreeAppender {
         var at = storeVarint(UInt64(key.count), at: leaf + leafSize)
         let keyStart = at - leaf
         if key.count > 0 { at.copyMemory(from: key.baseAddress!, byteCount: key.count) }
-        at = storeVarint(UInt64(value.count), at: at + key.count)
+        at = storeVarint(UInt64(valueCount), at: at + key.count)
         let valueStart = at - leaf
-        if value.count > 0 { at.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+        write(UnsafeMutableRawBufferPointer(start: at, count: valueCount))
         leafLayout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(key.count),
-                                      valueStart: Int32(valueStart), valueLength: Int32(value.count)))
+                                      valueStart: Int32(valueStart), valueLength: Int32(valueCount)))
         leafSize += size
     }
 
