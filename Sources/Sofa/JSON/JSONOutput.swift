@@ -19,6 +19,8 @@ struct JSONOutput: ~Copyable {
     private var cursor: UnsafeMutablePointer<UInt8>
     /// Where flushed bytes go.
     var destination: [UInt8] = []
+    /// Whether the value written is an object with a member whose name starts with `_` (set by the serializer).
+    var underscoreMember = false
 
     init(staging: UnsafeMutableBufferPointer<UInt8>) {
         start = staging.baseAddress!
@@ -112,31 +114,33 @@ struct JSONOutput: ~Copyable {
 
     // MARK: Strings
 
-    /// Appends a quoted string with `"`, `\` and control characters escaped.
-    mutating func appendString(_ string: String) {
+    /// Appends a quoted string with `"`, `\` and control characters escaped, and returns its first UTF-8 byte
+    /// (0 for an empty string): the serializer tells a document's reserved `_` members by it.
+    @discardableResult
+    mutating func appendString(_ string: String) -> UInt8 {
         // Native strings (small ones included) are contiguous: read them in place, without copying the value.
-        if string.utf8.withContiguousStorageIfAvailable({ appendQuoted($0) }) == nil {
-            appendNonContiguousString(string)
-        }
+        if let first = string.utf8.withContiguousStorageIfAvailable({ appendQuoted($0) }) { return first }
+        return appendNonContiguousString(string)
     }
 
     /// ``appendString(_:)`` for a string whose UTF-8 is not stored contiguously (one bridged or sliced).
-    private mutating func appendNonContiguousString(_ string: String) {
+    private mutating func appendNonContiguousString(_ string: String) -> UInt8 {
         var string = string
-        string.withUTF8 { appendQuoted($0) }
+        return string.withUTF8 { appendQuoted($0) }
     }
 
     /// Appends `utf8` quoted and escaped. Most text needs no escape: text that fits the staging buffer is copied
     /// in whole first and then checked where it lies, so the common case is one copy and one word-wise scan.
     @inline(__always)
-    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) {
+    private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt8 {
         let count = utf8.count
+        let first = count > 0 ? utf8[0] : 0
         // The quotes, and 8 bytes of padding after the text: the scan reads whole words past its end.
         let room = count + 2 + 8
         guard room <= end - start, let source = utf8.baseAddress else {
             append(ASCII.quote)
             appendEscapedAndClose(utf8, from: 0)
-            return
+            return first
         }
         reserve(room)
         let text = cursor + 1
@@ -153,6 +157,7 @@ struct JSONOutput: ~Copyable {
             cursor += 1 + clean
             appendEscapedAndClose(utf8, from: clean)
         }
+        return first
     }
 
     /// Appends `utf8[offset...]` escaped, then the closing quote: the rest of a string whose opening quote and

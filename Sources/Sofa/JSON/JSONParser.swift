@@ -381,6 +381,7 @@ enum ASCII {
     static let lowercaseE = UInt8(ascii: "e")
     static let uppercaseE = UInt8(ascii: "E")
     static let lowercaseU = UInt8(ascii: "u")
+    static let underscore = UInt8(ascii: "_")
 }
 
 /// A 256-bit Bloom filter over the raw bytes of an object's keys, so that the common object, whose keys all

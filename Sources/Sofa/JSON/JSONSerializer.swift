@@ -86,9 +86,12 @@ enum JSONSerializer {
     /// documents rarely nest deeper, and 64 frames are a few KiB of stack.
     static let recursionDepth = 64
 
-    /// Appends `root` to `out`. Non-strict mode is for `description`: it never throws, writing `NaN` and
+    /// Appends `root` to `out`, and returns whether it is an object with a member whose name starts with `_`
+    /// (a document's reserved members, which `put` takes out of the body: told while the names are written, not
+    /// by a pass of their own). Non-strict mode is for `description`: it never throws, writing `NaN` and
     /// `Infinity` and ignoring the nesting limit. If it throws, `out` may hold part of the text.
-    static func write(_ root: JSON, into out: inout [UInt8], strict: Bool) throws {
+    @discardableResult
+    static func write(_ root: JSON, into out: inout [UInt8], strict: Bool) throws -> Bool {
         try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONOutput.stagingCapacity) { staging in
             var output = JSONOutput(staging: staging)
             // Move the caller's array in and back out, so appending never copies it.
@@ -98,6 +101,7 @@ enum JSONSerializer {
                 swap(&output.destination, &out)
             }
             try write(root, depth: 0, to: &output, strict: strict)
+            return output.underscoreMember
         }
     }
 
@@ -131,7 +135,9 @@ enum JSONSerializer {
                 try members.values.withUnsafeBufferPointer { values in
                     for index in keys.indices {
                         if index > 0 { output.append(ASCII.comma) }
-                        output.appendString(keys[index])
+                        if output.appendString(keys[index]) == ASCII.underscore && depth == 0 {
+                            output.underscoreMember = true
+                        }
                         output.append(ASCII.colon)
                         if try !writeScalar(values[index], to: &output, strict: strict) {
                             try write(values[index], depth: depth + 1, to: &output, strict: strict)
