@@ -302,6 +302,12 @@ final class WriteBatch {
         guard let job = inFlight else { return }
         job.done.wait()
         inFlight = nil
+        if let earlier = applied {
+            // Joined with no hand-off since the last: a commit, or a read that needs the trees. The writer has
+            // no wait left to free the earlier chunk in, and replacing it here freed its 256 records in the
+            // commit's serial part (~250 instructions per document of D1; callgrind): the flush queue frees it.
+            WriteBatch.queue.async { earlier.free() }
+        }
         applied = job
         if let error = job.error {
             failure = failure ?? error
