@@ -59,6 +59,7 @@ package struct NodeWriter {
     }
 
     /// Bytes one leaf entry takes in a node payload.
+    @inline(__always)
     package static func leafEntrySize(keyCount: Int, valueCount: Int) -> Int {
         varintSize(UInt64(keyCount)) + keyCount + varintSize(UInt64(valueCount)) + valueCount
     }

@@ -123,7 +123,7 @@ package final class TreeAppender {
         if !leafLayout.isEmpty && leafSize + size > configuration.nodeSize {
             try closingOnFailure { try writeLeaf() }
         }
-        appendToLeaf(key: key, valueCount: valueCount, writingValue: write)
+        appendToLeaf(key: key, valueCount: valueCount, size: size, writingValue: write)
     }
 
     /// Writes the right edge, bottom up, and returns the tree (uncommitted: commit its root). The appender is
@@ -154,15 +154,17 @@ package final class TreeAppender {
     }
 
     private func appendToLeaf(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        appendToLeaf(key: key, valueCount: value.count) { out in
+        appendToLeaf(key: key, valueCount: value.count,
+                     size: NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)) { out in
             if value.count > 0 { out.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
         }
     }
 
+    /// Encodes an entry at the end of the open leaf, its value written by `write`; `size` is its
+    /// ``NodeWriter/leafEntrySize(keyCount:valueCount:)``.
     @inline(__always)
-    private func appendToLeaf(key: UnsafeRawBufferPointer, valueCount: Int,
+    private func appendToLeaf(key: UnsafeRawBufferPointer, valueCount: Int, size: Int,
                               writingValue write: (UnsafeMutableRawBufferPointer) -> Void) {
-        let size = NodeWriter.leafEntrySize(keyCount: key.count, valueCount: valueCount)
         if leafCapacity - leafSize < size {
             leafCapacity = max(2 * leafCapacity, leafSize + size)
             let grown = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)

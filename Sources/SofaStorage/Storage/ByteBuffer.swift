@@ -31,6 +31,7 @@ extension Array where Element == UInt8 {
 
 /// Stores `value` as an unsigned LEB128 varint at `p` (``varintSize(_:)`` bytes must be free there) and returns
 /// the position after it: `appendVarint` for encoders that write into memory sized in advance.
+@inline(__always)
 package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
     var v = value
     var q = p
@@ -44,6 +45,7 @@ package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> Unsa
 }
 
 /// The number of bytes `value` takes as a varint.
+@inline(__always)
 package func varintSize(_ value: UInt64) -> Int {
     var v = value
     var n = 1
