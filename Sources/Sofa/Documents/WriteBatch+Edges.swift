@@ -17,6 +17,23 @@ extension WriteBatch {
         func finish() throws -> (byID: BTree, bySequence: BTree) {
             (try byID.finish(), try bySequence.finish())
         }
+
+        /// The leaves the two appenders wrote so far (``TreeAppender/writtenLeaves``).
+        var writtenLeaves: WrittenLeaves {
+            WrittenLeaves(byID: byID.writtenLeaves, bySequence: bySequence.writtenLeaves)
+        }
+    }
+
+    /// Leaves the trees' open edges wrote, by tree: not cached as they were written, and read into the node
+    /// cache after the commit, on the flush queue (``DocumentFile/fillNodeCache(with:from:)``).
+    struct WrittenLeaves {
+        var byID: [UInt64] = []
+        var bySequence: [UInt64] = []
+
+        mutating func append(_ other: WrittenLeaves) {
+            byID += other.byID
+            bySequence += other.bySequence
+        }
     }
 
     /// Whether `changes` (in ascending ID order when `sorted`), with the log's `logged` changes, only append to

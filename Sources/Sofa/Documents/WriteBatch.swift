@@ -52,6 +52,8 @@ final class WriteBatch {
         var bySequence: BTree
         /// The trees' open right edges, passed from chunk to chunk while chunks only append (``appends``).
         var edges: OpenEdges?
+        /// The edges the job finished (a chunk that does not append after ones that did), for their written leaves.
+        private(set) var finishedEdges: OpenEdges?
         /// Whether the chunk only appends to both trees (``WriteBatch/appendsToTrees(_:sorted:above:logged:)``):
         /// it goes to the open edges. Any other chunk finishes the edges first, then is applied by a batch modify.
         let appends: Bool
@@ -90,6 +92,7 @@ final class WriteBatch {
                 } else {
                     if let open = edges {
                         edges = nil
+                        finishedEdges = open
                         (byID, bySequence) = try open.finish()
                     }
                     (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
@@ -113,6 +116,8 @@ final class WriteBatch {
     /// batch flushes at commit, a read needs the trees, or a chunk that does not append comes (BENCHMARKS.md §3,
     /// "D1, tenth round"). Owned like the trees: by the flush thread while a chunk is in flight.
     private var edges: OpenEdges?
+    /// The leaves finished edges wrote (chunks' and the commit's), for the commit to read into the node cache.
+    private(set) var writtenLeaves = WrittenLeaves()
     /// The commit log's pending changes the batch started from, consulted after the overlay and before the
     /// trees. The first flush or hand-off writes them into the trees with the overlay (``unloggedBase()``,
     /// as they are encoded): from then on the batch's commit rewrites the trees instead of adding a log record.
@@ -197,6 +202,9 @@ final class WriteBatch {
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
     /// flight, but the batches of different databases run at once.
+    /// Where a commit reads the leaves its batch wrote into the node cache (``DocumentFile/fillNodeCache(with:from:)``):
+    /// serial, so fills queue behind each other instead of taking a thread each.
+    static let fillQueue = DispatchQueue(label: "sofa.cache-fill", qos: .utility)
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int) {
@@ -317,6 +325,7 @@ final class WriteBatch {
         byID = job.byID
         bySequence = job.bySequence
         edges = job.edges
+        if let finished = job.finishedEdges { writtenLeaves.append(finished.writtenLeaves) }
         // (The tree an appending job leaves lacks the rows on its edges: its root is not the key's.)
         if !job.appends, let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
     }
@@ -330,6 +339,7 @@ final class WriteBatch {
         edges = nil
         do {
             (byID, bySequence) = try open.finish()
+            writtenLeaves.append(open.writtenLeaves)
         } catch {
             failure = failure ?? error
             throw error
@@ -674,7 +684,25 @@ extension DocumentFile {
             storage.discardUncommitted()
             throw error
         }
-        return (b.startSequence + 1, b.lastSequence, try committedSnapshot())
+        let snapshot = try committedSnapshot()
+        fillNodeCache(with: b.writtenLeaves, from: snapshot)
+        return (b.startSequence + 1, b.lastSequence, snapshot)
+    }
+
+    /// Reads `leaves`, written by the batch just committed to `snapshot`'s trees, into the node cache, on the
+    /// flush queue: the write-through cache a batch modify gives the leaves it writes, without its cost in the
+    /// batch. A bulk load's leaves filled the cache with fresh memory, and this machine's page faults made that a
+    /// fifth of D1's CPU time; read after the commit, they fill it while the writer starts its next batch, whose
+    /// first chunk keeps the flush thread idle (BENCHMARKS.md §3, "D1, eleventh round"). Leaves already cached
+    /// are skipped; a read that fails (the database closed meanwhile) leaves the rest to later readers.
+    private func fillNodeCache(with leaves: WriteBatch.WrittenLeaves, from snapshot: DocumentSnapshot) {
+        guard !leaves.byID.isEmpty || !leaves.bySequence.isEmpty else { return }
+        WriteBatch.fillQueue.async {
+            do {
+                for offset in leaves.byID { _ = try snapshot.byID.node(at: offset) }
+                for offset in leaves.bySequence { _ = try snapshot.bySequence.node(at: offset) }
+            } catch {}
+        }
     }
 
     /// Commits a small batch as one log record on top of the pending changes, leaving the trees as they are

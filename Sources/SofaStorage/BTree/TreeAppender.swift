@@ -42,6 +42,11 @@ package final class TreeAppender {
     @exclusivity(unchecked) private var levels: InnerLevels
     /// Whether the appender takes no more calls: it finished, or a write failed.
     @exclusivity(unchecked) private var closed = false
+    /// The offsets of the leaves written so far, in order. They do not go into the node cache as they are
+    /// written: filling the cache with fresh memory as a bulk load writes was a fifth of D1's CPU time in this
+    /// machine's page faults (BENCHMARKS.md §3, "D1, eleventh round"); the owner reads them into it later, off
+    /// its critical path, if it wants them there.
+    package private(set) var writtenLeaves: [UInt64] = []
 
     /// An appender continuing `tree` (a writer's tree: uncommitted nodes readable). Reads the tree's right edge
     /// — one node per level — and its first leaf's depth, and takes the edge's nodes out of the node cache, as a
@@ -50,7 +55,7 @@ package final class TreeAppender {
     /// - Throws: `.corruption` when the right edge's leaf is not at the depth of the first leaf; storage errors.
     package init(resuming tree: BTree) throws {
         configuration = tree.configuration
-        nodes = NodeWriter(file: tree.file, configuration: tree.configuration)
+        nodes = NodeWriter(file: tree.file, configuration: tree.configuration, cachesLeaves: false)
         // Room for a full leaf and the entry that overflows it, as a rule; a larger entry grows the buffer.
         leafCapacity = 2 * max(configuration.nodeSize, 1024)
         leaf = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)
@@ -189,6 +194,7 @@ package final class TreeAppender {
                                         layout: leafLayout)
         leafSize = 0
         leafLayout.removeAll(keepingCapacity: true)
+        writtenLeaves.append(entry.pointer.offset)
         try levels.push(entry, level: 0, nodes: &nodes)
     }
 }
