@@ -79,6 +79,39 @@ import Testing
     /// once, by the commit's flush: nothing of the trees is left dead, and reading documents inside the batch
     /// keeps them open. A chunk that does not append (new IDs out of order) writes them first, on the flush
     /// thread or at commit; a chunk whose sequences are out of ID order still appends.
+    /// The leaves of `tree`, found without putting any into the node cache.
+    static func leafOffsets(of tree: BTree) throws -> [UInt64] {
+        guard let root = tree.root else { return [] }
+        var leaves: [UInt64] = []
+        func visit(_ offset: UInt64) throws {
+            let node = try tree.node(at: offset, cachingLeaf: false)
+            if node.isLeaf { return leaves.append(offset) }
+            for i in 0..<node.count { try visit(node.childOffset(i)) }
+        }
+        try visit(root.offset)
+        return leaves
+    }
+
+    @Test func leavesTheEdgesWroteAreReadIntoTheNodeCacheAfterTheCommit() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        var random = SeededRandom(seed: 8)
+        let count = 4 * WriteBatch.pipelineChunk + 50
+        try db.inBatch {
+            for i in 0..<count { try db.put(Self.body(i, random: &random), id: Self.id(i)) }
+            #expect(try #require(db.documents.batch).chunksAppended == 4)
+        }
+        WriteBatch.fillQueue.sync {}  // the commit's fill is done
+        let snapshot = try db.documents.committedSnapshot()
+        let byID = try Self.leafOffsets(of: snapshot.byID)
+        let bySequence = try Self.leafOffsets(of: snapshot.bySequence)
+        #expect(byID.count > 3 && bySequence.count > 1, "several leaves: \(byID.count), \(bySequence.count)")
+        for offset in byID + bySequence {
+            #expect(snapshot.storage.nodeCache.node(at: offset) != nil, "leaf at \(offset) is cached")
+        }
+        try expectSound(db)
+    }
+
     @Test func chunksOfNewIDsInOrderAppendToTheTreesOpenEdges() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
