@@ -25,7 +25,7 @@ extension WriteBatch {
     }
 
     /// Leaves the trees' open edges wrote, by tree: not cached as they were written, and read into the node
-    /// cache after the commit, on the flush queue (``DocumentFile/fillNodeCache(with:from:)``).
+    /// cache by the next commit (``DocumentFile/startNodeCacheFill()``).
     struct WrittenLeaves {
         var byID: [UInt64] = []
         var bySequence: [UInt64] = []

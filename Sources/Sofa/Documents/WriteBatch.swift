@@ -202,7 +202,7 @@ final class WriteBatch {
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
     /// flight, but the batches of different databases run at once.
-    /// Where a commit reads the leaves its batch wrote into the node cache (``DocumentFile/fillNodeCache(with:from:)``):
+    /// Where a commit reads the leaves the batch before it wrote into the node cache (``DocumentFile/startNodeCacheFill()``):
     /// serial, so fills queue behind each other instead of taking a thread each.
     static let fillQueue = DispatchQueue(label: "sofa.cache-fill", qos: .utility)
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
@@ -671,6 +671,7 @@ extension DocumentFile {
             storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
             return nil
         }
+        startNodeCacheFill()
         do {
             if let failure = b.failure { throw failure }
             if let entries = b.logEntries(lengthLimit: logLengthLimit) {
@@ -685,18 +686,21 @@ extension DocumentFile {
             throw error
         }
         let snapshot = try committedSnapshot()
-        fillNodeCache(with: b.writtenLeaves, from: snapshot)
+        let leaves = b.writtenLeaves
+        if !leaves.byID.isEmpty || !leaves.bySequence.isEmpty { cacheFill = (leaves, snapshot) }
         return (b.startSequence + 1, b.lastSequence, snapshot)
     }
 
-    /// Reads `leaves`, written by the batch just committed to `snapshot`'s trees, into the node cache, on the
-    /// flush queue: the write-through cache a batch modify gives the leaves it writes, without its cost in the
-    /// batch. A bulk load's leaves filled the cache with fresh memory, and this machine's page faults made that a
-    /// fifth of D1's CPU time; read after the commit, they fill it while the writer starts its next batch, whose
-    /// first chunk keeps the flush thread idle (BENCHMARKS.md §3, "D1, eleventh round"). Leaves already cached
-    /// are skipped; a read that fails (the database closed meanwhile) leaves the rest to later readers.
-    private func fillNodeCache(with leaves: WriteBatch.WrittenLeaves, from snapshot: DocumentSnapshot) {
-        guard !leaves.byID.isEmpty || !leaves.bySequence.isEmpty else { return }
+    /// Reads the leaves the last committed batch's open edges wrote (``cacheFill``) into the node cache, on a
+    /// queue of its own: the write-through cache a batch modify gives the leaves it writes, without its cost in
+    /// the batch. A bulk load's leaves filled the cache with fresh memory, and this machine's page faults made
+    /// that a fifth of D1's CPU time. The next commit starts the fill as its serial part begins (its last flush
+    /// and sync), when the flush thread has nothing to do; read right after their own commit, the leaves
+    /// competed with the next batch's first chunk (BENCHMARKS.md §3, "D1, eleventh round"). Leaves already
+    /// cached are skipped; a read that fails (the database closed meanwhile) leaves the rest to later readers.
+    func startNodeCacheFill() {
+        guard let (leaves, snapshot) = cacheFill else { return }
+        cacheFill = nil
         WriteBatch.fillQueue.async {
             do {
                 for offset in leaves.byID { _ = try snapshot.byID.node(at: offset) }

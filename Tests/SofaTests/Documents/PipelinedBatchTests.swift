@@ -92,7 +92,7 @@ import Testing
         return leaves
     }
 
-    @Test func leavesTheEdgesWroteAreReadIntoTheNodeCacheAfterTheCommit() throws {
+    @Test func leavesTheEdgesWroteAreReadIntoTheNodeCacheByTheNextCommit() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
         var random = SeededRandom(seed: 8)
@@ -101,7 +101,9 @@ import Testing
             for i in 0..<count { try db.put(Self.body(i, random: &random), id: Self.id(i)) }
             #expect(try #require(db.documents.batch).chunksAppended == 4)
         }
-        WriteBatch.fillQueue.sync {}  // the commit's fill is done
+        // The next commit (a log record: the trees stay as they are) reads them into the node cache.
+        try db.put(["n": -1], id: Self.id(count + 1))
+        WriteBatch.fillQueue.sync {}  // its fill is done
         let snapshot = try db.documents.committedSnapshot()
         let byID = try Self.leafOffsets(of: snapshot.byID)
         let bySequence = try Self.leafOffsets(of: snapshot.bySequence)
