@@ -42,10 +42,10 @@ package final class TreeAppender {
     @exclusivity(unchecked) private var levels: InnerLevels
     /// Whether the appender takes no more calls: it finished, or a write failed.
     @exclusivity(unchecked) private var closed = false
-    /// The offsets of the leaves written so far, in order. They do not go into the node cache as they are
-    /// written: filling the cache with fresh memory as a bulk load writes was a fifth of D1's CPU time in this
-    /// machine's page faults (BENCHMARKS.md §3, "D1, eleventh round"); the owner reads them into it later, off
-    /// its critical path, if it wants them there.
+    /// The offsets of the leaves written so far, in order, but for the right-edge leaf ``finish()`` writes. They
+    /// do not go into the node cache as they are written: filling the cache with fresh memory as a bulk load
+    /// writes was a fifth of D1's CPU time in this machine's page faults (BENCHMARKS.md §3, "D1, eleventh
+    /// round"); the owner reads them into it later, off its critical path, if it wants them there.
     package private(set) var writtenLeaves: [UInt64] = []
 
     /// An appender continuing `tree` (a writer's tree: uncommitted nodes readable). Reads the tree's right edge
@@ -136,7 +136,12 @@ package final class TreeAppender {
     package func finish() throws -> BTree {
         try checkOpen()
         defer { closed = true }
-        if !leafLayout.isEmpty { try writeLeaf() }
+        if !leafLayout.isEmpty {
+            try writeLeaf()
+            // The edge leaf is not counted as written: the next appender resumed from the tree rewrites it, and
+            // it would then sit in the node cache unreachable, pushing live leaves out of it.
+            writtenLeaves.removeLast()
+        }
         let root = try levels.finish(nodes: &nodes)
         return BTree(file: nodes.file, root: root, configuration: configuration, limit: StorageFile.unlimited)
     }

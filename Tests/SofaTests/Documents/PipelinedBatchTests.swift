@@ -108,9 +108,11 @@ import Testing
         let byID = try Self.leafOffsets(of: snapshot.byID)
         let bySequence = try Self.leafOffsets(of: snapshot.bySequence)
         #expect(byID.count > 3 && bySequence.count > 1, "several leaves: \(byID.count), \(bySequence.count)")
-        for offset in byID + bySequence {
+        // All but each tree's last leaf, the right edge, which the next bulk batch would rewrite.
+        for offset in byID.dropLast() + bySequence.dropLast() {
             #expect(snapshot.storage.nodeCache.node(at: offset) != nil, "leaf at \(offset) is cached")
         }
+        #expect(snapshot.storage.nodeCache.node(at: byID.last!) == nil, "the edge leaf is left to readers")
         try expectSound(db)
     }
 
