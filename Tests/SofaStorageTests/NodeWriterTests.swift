@@ -67,4 +67,62 @@ import Testing
             }
         }
     }
+
+    /// A leaf written from entries already encoded (``NodeWriter/writeLeaf(encodedEntries:layout:)``) holds the
+    /// bytes ``NodeWriter/writeLeaf(_:payloadSize:)`` writes for the same entries, and the node it caches reads
+    /// as the one decoded from the file (its layout shifted past the entry count).
+    @Test func leafFromEncodedEntriesIsTheLeafFromEntries() throws {
+        let dir = TemporaryDirectory()
+        let file = try StorageFile(path: dir.file("tree"), options: StorageOptions(durability: .none))
+        let config = BTreeConfiguration(nodeSize: 4096, compress: false, reducer: Int64SumReducer())
+        var writer = NodeWriter(file: file, configuration: config, cachesLeaves: true)
+        // 200 entries: a two-byte entry count.
+        let rows: [([UInt8], [UInt8])] = (0..<200).map { n in
+            (Array("key-\(1000 + n)".utf8), withUnsafeBytes(of: Int64(n).littleEndian) { Array($0) })
+        }
+        let size = rows.reduce(0) { $0 + NodeWriter.leafEntrySize(keyCount: $1.0.count, valueCount: $1.1.count) }
+        var encoded = [UInt8](repeating: 0, count: size)
+        var layout: [Node.Layout] = []
+        encoded.withUnsafeMutableBytes { out in
+            var at = out.baseAddress!
+            for (key, value) in rows {
+                let entry = key.withUnsafeBytes { k in
+                    value.withUnsafeBytes { v in
+                        NodeWriter.storeLeafEntry(key: k, valueCount: v.count, writingValue: { $0.copyMemory(from: v) },
+                                                  at: at, base: out.baseAddress!)
+                    }
+                }
+                layout.append(entry)
+                at = out.baseAddress! + Int(entry.valueStart) + Int(entry.valueLength)
+            }
+        }
+        let fromEncoded = try encoded.withUnsafeBytes { try writer.writeLeaf(encodedEntries: $0, layout: layout) }
+        let fromEntries = try withViews(rows) { try writer.writeLeaf($0) }
+        func payload(_ offset: UInt64) throws -> [UInt8] {
+            try file.readChunk(at: offset, kind: .leaf, limit: StorageFile.unlimited).withUnsafeBytes { Array($0) }
+        }
+        #expect(try payload(fromEncoded.pointer.offset) == payload(fromEntries.pointer.offset))
+        #expect(fromEncoded.key == rows.last!.0 && fromEncoded.pointer.reduction == fromEntries.pointer.reduction)
+        let cached = try #require(file.nodeCache.node(at: fromEncoded.pointer.offset))
+        for (i, (key, value)) in rows.enumerated() {
+            #expect(Array(cached.key(i)) == key && Array(cached.value(i)) == value)
+        }
+    }
+
+    /// Runs `body` with `rows` as raw views.
+    private func withViews<R>(_ rows: [([UInt8], [UInt8])],
+                              _ body: ([(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) throws -> R)
+        rethrows -> R {
+        let keys = rows.map { UnsafeMutableRawBufferPointer.allocate(byteCount: max($0.0.count, 1), alignment: 1) }
+        let values = rows.map { UnsafeMutableRawBufferPointer.allocate(byteCount: max($0.1.count, 1), alignment: 1) }
+        defer { for b in keys + values { b.deallocate() } }
+        for (i, row) in rows.enumerated() {
+            keys[i].copyBytes(from: row.0)
+            values[i].copyBytes(from: row.1)
+        }
+        return try body(rows.indices.map {
+            (UnsafeRawBufferPointer(rebasing: keys[$0][..<rows[$0].0.count]),
+             UnsafeRawBufferPointer(rebasing: values[$0][..<rows[$0].1.count]))
+        })
+    }
 }

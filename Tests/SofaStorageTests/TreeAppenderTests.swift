@@ -100,8 +100,11 @@ import Testing
         let config = BTreeConfiguration(nodeSize: 512, innerNodeSize: 200, compress: false, reducer: Int64SumReducer())
         var rng = SeededGenerator(seed: 7)
         let rows = (0..<3000).map { n in
-            Row(key: BTreeModelTests.key(n), value: n % 97 == 0 ? [UInt8](repeating: 1, count: 600)
-                                                               : int64Value(Int64.random(in: -9...9, using: &rng)))
+            // Values over the node size, one over twice the appender's open-leaf buffer (which then grows).
+            Row(key: BTreeModelTests.key(n),
+                value: n == 1500 ? (0..<5000).map { UInt8(truncatingIfNeeded: $0) }
+                    : n % 97 == 0 ? [UInt8](repeating: 1, count: 600)
+                    : int64Value(Int64.random(in: -9...9, using: &rng)))
         }
         let builder = TreeBuilder(file: file, configuration: config)
         for row in rows { try builder.add(key: row.key, value: row.value) }
@@ -120,6 +123,17 @@ import Testing
         }
         #expect(try shape(appended) == shape(built))
         #expect(try shape(appended).count >= 3, "grown from empty to three levels or more")
+        // Leaf for leaf the same bytes (inner nodes differ only in where their children lie).
+        func leafPayloads(_ tree: BTree) throws -> [[UInt8]] {
+            var payloads: [[UInt8]] = []
+            try tree.forEachNode { node in
+                guard node.isLeaf else { return }
+                let chunk = try file.readChunk(at: node.offset, kind: .leaf, limit: StorageFile.unlimited)
+                payloads.append(chunk.withUnsafeBytes { Array($0) })
+            }
+            return payloads
+        }
+        #expect(try leafPayloads(appended) == leafPayloads(built))
         #expect(try appended.rows().map { Row(key: $0.key, value: $0.value) } == rows)
         expectSound(appended)
     }

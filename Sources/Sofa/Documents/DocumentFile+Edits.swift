@@ -24,7 +24,8 @@ struct DocumentInput: ~Copyable {
     /// and `_deleted` (boolean).
     ///
     /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
-    ///   or nesting deeper than the serializer allows; `.invalidArgument` for a body over 64 MiB.
+    ///   or nesting deeper than the serializer allows (reported first: the properties are serialized before
+    ///   their `_` members are looked at); `.invalidArgument` for a body over 64 MiB.
     init(_ properties: borrowing JSON) throws {
         // Borrowed, not taken: an owned argument was one more copy of the value in `put` and its release here.
         // Matching on a borrowed value needs an explicit copy (two retains and two releases of its storage per

@@ -209,6 +209,7 @@ final class DocumentFile: @unchecked Sendable {
     /// snapshots taken from it keep reading it until they are released.
     func replaceStorage(with file: StorageFile) {
         current.withLock { $0 = file }
+        cacheFill = nil  // leaves of the old file
         newestSnapshot.withLock { $0 = nil }  // the old file goes once the last reader's snapshot does
     }
 

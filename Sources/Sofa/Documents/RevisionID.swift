@@ -157,18 +157,6 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     // MARK: - Stored form (FORMAT.md §10.1, "Revisions")
 
-    /// Appends the digest: 16 raw bytes for a binary digest (`isBinary`), else a varint length and UTF-8 text.
-    func encodeDigest(into out: inout [UInt8]) {
-        switch digest {
-        case .binary(let high, let low):
-            out.appendBigEndian(high)
-            out.appendBigEndian(low)
-        case .text(let t):
-            out.appendVarint(UInt64(t.utf8.count))
-            out.append(contentsOf: t.utf8)
-        }
-    }
-
     var isBinary: Bool { if case .binary = digest { return true } else { return false } }
 
     static func decodeDigest(_ reader: inout ByteReader, binary: Bool) throws -> Digest {

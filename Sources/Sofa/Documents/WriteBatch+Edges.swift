@@ -26,10 +26,16 @@ extension WriteBatch {
 
     /// Leaves the trees' open edges wrote, by tree: not cached as they were written, and read into the node
     /// cache by the next commit (``DocumentFile/startNodeCacheFill()``).
+    /// (They may include leaves no tree reaches any more: reading one into the cache wastes its room, no more.)
     struct WrittenLeaves {
+        /// Offsets of by-ID leaves, in the order written.
         var byID: [UInt64] = []
+        /// Offsets of by-sequence leaves, in the order written.
         var bySequence: [UInt64] = []
 
+        var isEmpty: Bool { byID.isEmpty && bySequence.isEmpty }
+
+        /// Adds `other`'s leaves after these.
         mutating func append(_ other: WrittenLeaves) {
             byID += other.byID
             bySequence += other.bySequence
@@ -54,10 +60,7 @@ extension WriteBatch {
             let record = change.state.record
             let size = record.encodedSize
             try change.id.withUnsafeBytes { id in
-                try edges.byID.append(key: id, valueCount: size) { out in
-                    precondition(record.encode(to: out.baseAddress!) == out.baseAddress! + size,
-                                 "a record encoded to other than its size")
-                }
+                try edges.byID.append(key: id, valueCount: size) { record.encode(to: $0) }
             }
         }
         // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.

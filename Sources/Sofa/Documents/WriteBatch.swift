@@ -43,7 +43,8 @@ final class WriteBatch {
     /// for, only that thread touches its trees, edges and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
         /// Kept after the job is applied: the writer frees them while it waits for the next chunk
-        /// (``handOff()``), or the flush queue does at commit (``flush(encoded:)``).
+        /// (``handOff()``), or the flush queue does when the writer joins it with no hand-off to wait in
+        /// (``join()``: a commit, or a read that needs the trees) or flushes at commit (``flush(encoded:)``).
         private(set) var changes: Changes
         let sorted: Bool
         /// The log's pending changes the chunk writes into the trees too (the batch's first chunk only).
@@ -81,6 +82,7 @@ final class WriteBatch {
             changes = []
             logged = []
             edges = nil
+            finishedEdges = nil
         }
 
         /// Applies the chunk (on the flush thread).
@@ -168,7 +170,8 @@ final class WriteBatch {
     /// The chunk applied last, joined but not yet freed: its records (allocated on the writer's thread) are
     /// freed there at the next hand-off, before it waits for the chunk then in flight (``handOff()``) — freeing
     /// was ~20 % of the flush thread's work, the longer side of D1's pipeline, and the writer's wait is idle
-    /// time (BENCHMARKS.md §3, "D1, eighth round").
+    /// time (BENCHMARKS.md §3, "D1, eighth round"). A join with no hand-off (``join()``) and the commit's flush
+    /// (``flush(encoded:)``) leave it to the flush queue instead: the writer has no wait left to free it in.
     private var applied: FlushJob?
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
@@ -199,12 +202,13 @@ final class WriteBatch {
     /// BENCHMARKS.md §3, "D2, fourth round"). The raw paths stay well within a one-sync commit's 1 MiB. The
     /// last flush of a batch whose edges were held open writes them compressed, however few are left.
     static let rawFlushLimit = 4
+    /// Where a commit reads the leaves the batch before it wrote into the node cache
+    /// (``DocumentFile/startNodeCacheFill()``): serial, so fills queue behind each other instead of taking a
+    /// thread each.
+    static let fillQueue = DispatchQueue(label: "sofa.cache-fill", qos: .utility)
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
     /// flight, but the batches of different databases run at once.
-    /// Where a commit reads the leaves the batch before it wrote into the node cache (``DocumentFile/startNodeCacheFill()``):
-    /// serial, so fills queue behind each other instead of taking a thread each.
-    static let fillQueue = DispatchQueue(label: "sofa.cache-fill", qos: .utility)
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int) {
@@ -326,6 +330,8 @@ final class WriteBatch {
         bySequence = job.bySequence
         edges = job.edges
         if let finished = job.finishedEdges { writtenLeaves.append(finished.writtenLeaves) }
+        // A batch modify may have rewritten any of them: the batch's leaves are left to readers.
+        if !job.appends { writtenLeaves = WrittenLeaves() }
         // (The tree an appending job leaves lacks the rows on its edges: its root is not the key's.)
         if !job.appends, let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
     }
@@ -457,6 +463,7 @@ final class WriteBatch {
                 failure = error
                 throw error
             }
+            writtenLeaves = WrittenLeaves()  // the modify may have rewritten any of them: left to readers
         }
         base = .none
         index.removeAll(keepingCapacity: true)
@@ -687,7 +694,7 @@ extension DocumentFile {
         }
         let snapshot = try committedSnapshot()
         let leaves = b.writtenLeaves
-        if !leaves.byID.isEmpty || !leaves.bySequence.isEmpty { cacheFill = (leaves, snapshot) }
+        if !leaves.isEmpty { cacheFill = (leaves, snapshot) }
         return (b.startSequence + 1, b.lastSequence, snapshot)
     }
 
@@ -698,13 +705,22 @@ extension DocumentFile {
     /// and sync), when the flush thread has nothing to do; read right after their own commit, the leaves
     /// competed with the next batch's first chunk (BENCHMARKS.md §3, "D1, eleventh round"). Leaves already
     /// cached are skipped; a read that fails (the database closed meanwhile) leaves the rest to later readers.
+    ///
+    /// At most half the cache's capacity is read, the newest leaves: a larger batch would only push hot inner
+    /// nodes out for leaves of its own.
     func startNodeCacheFill() {
         guard let (leaves, snapshot) = cacheFill else { return }
         cacheFill = nil
+        // A fill queued before a compaction swapped the file would fill the old file's cache, and keep it open.
+        guard snapshot.storage === storage else { return }
+        let room = storage.nodeCache.capacityBytes / 2
+        let byID = leaves.byID.suffix(room / max(byIDConfiguration.nodeSize, 1))
+        let bySequence = leaves.bySequence.suffix(max(0, room - byID.count * byIDConfiguration.nodeSize)
+                                                  / max(bySequenceConfiguration.nodeSize, 1))
         WriteBatch.fillQueue.async {
             do {
-                for offset in leaves.byID { _ = try snapshot.byID.node(at: offset) }
-                for offset in leaves.bySequence { _ = try snapshot.bySequence.node(at: offset) }
+                for offset in byID { _ = try snapshot.byID.node(at: offset) }
+                for offset in bySequence { _ = try snapshot.bySequence.node(at: offset) }
             } catch {}
         }
     }

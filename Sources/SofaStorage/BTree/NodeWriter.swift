@@ -46,7 +46,8 @@ package struct NodeWriter {
     package let file: StorageFile
     package let configuration: BTreeConfiguration
     private var scratch: [UInt8] = []
-    /// Whether ``writeLeaf(_:)``'s leaves go into the node cache. A small batch modify keeps them (the next
+    /// Whether the leaves ``writeLeaf(_:payloadSize:)`` and ``writeLeaf(encodedEntries:layout:)`` write go into
+    /// the node cache. A small batch modify keeps them (the next
     /// query reads them; a large one prepares its leaves on other threads and caches none, see
     /// ``BTree/modified(by:)``); a bulk load of millions of rows would only push the cache's useful nodes out,
     /// paying a node decode per leaf on the single-threaded tail of an index build to do it.
@@ -79,7 +80,8 @@ package struct NodeWriter {
     }
 
     /// Encodes the payload of a leaf holding `entries` into `out`, which is exactly
-    /// ``leafPayloadSize(_:)`` bytes: the one leaf encoder, so batch modify and bulk load write the same bytes.
+    /// ``leafPayloadSize(_:)`` bytes: batch modify and bulk load write the same bytes through it, and a
+    /// ``TreeAppender`` the same entries through ``storeLeafEntry(key:valueCount:writingValue:at:base:)``.
     /// Sized first, then written with one copy per field (appending each field to an array cost more).
     ///
     /// - Parameter layout: when non-nil, each entry's ``Node/Layout`` is appended to it, for a node the cache
@@ -91,16 +93,30 @@ package struct NodeWriter {
         let base = out.baseAddress!
         var at = storeVarint(UInt64(entries.count), at: base)
         for e in entries {
-            at = storeVarint(UInt64(e.key.count), at: at)
-            let keyStart = at - base
-            if e.key.count > 0 { at.copyMemory(from: e.key.baseAddress!, byteCount: e.key.count) }
-            at = storeVarint(UInt64(e.value.count), at: at + e.key.count)
-            layout?.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(e.key.count),
-                                       valueStart: Int32(at - base), valueLength: Int32(e.value.count)))
-            if e.value.count > 0 { at.copyMemory(from: e.value.baseAddress!, byteCount: e.value.count) }
-            at += e.value.count
+            let entry = storeLeafEntry(key: e.key, valueCount: e.value.count,
+                                       writingValue: { $0.copyMemory(from: e.value) }, at: at, base: base)
+            layout?.append(entry)
+            at = base + Int(entry.valueStart) + e.value.count
         }
         precondition(at - base == out.count)
+    }
+
+    /// Stores one leaf entry at `at` — the key's length and bytes, then the value's length and the `valueCount`
+    /// bytes `write` stores in place (all of them) — and returns where its key and value lie, counted from
+    /// `base`: the one leaf-entry encoder, for ``encodeLeafPayload(_:into:layout:)`` and a ``TreeAppender``'s
+    /// open leaf. ``leafEntrySize(keyCount:valueCount:)`` bytes must be free at `at`.
+    @inline(__always)
+    package static func storeLeafEntry(
+        key: UnsafeRawBufferPointer, valueCount: Int, writingValue write: (UnsafeMutableRawBufferPointer) -> Void,
+        at start: UnsafeMutableRawPointer, base: UnsafeMutableRawPointer
+    ) -> Node.Layout {
+        var at = storeVarint(UInt64(key.count), at: start)
+        let keyStart = at - base
+        if key.count > 0 { at.copyMemory(from: key.baseAddress!, byteCount: key.count) }
+        at = storeVarint(UInt64(valueCount), at: at + key.count)
+        write(UnsafeMutableRawBufferPointer(start: at, count: valueCount))
+        return Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(key.count), valueStart: Int32(at - base),
+                           valueLength: Int32(valueCount))
     }
 
     /// Writes one leaf holding `entries` (ascending, at least one) and returns its entry for the parent.
@@ -147,7 +163,8 @@ package struct NodeWriter {
         let total = countSize + entries.count
         let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
         (bytes + countSize).copyMemory(from: entries.baseAddress!, byteCount: entries.count)
-        precondition(storeVarint(UInt64(layout.count), at: bytes) == bytes + countSize)
+        let countEnd = storeVarint(UInt64(layout.count), at: bytes)
+        precondition(countEnd == bytes + countSize)
         func view(_ start: Int32, _ length: Int32) -> UnsafeRawBufferPointer {
             UnsafeRawBufferPointer(start: entries.baseAddress! + Int(start), count: Int(length))
         }

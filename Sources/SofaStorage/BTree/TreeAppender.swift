@@ -39,7 +39,7 @@ package final class TreeAppender {
     /// Where each entry's key and value lie in ``leaf``.
     @exclusivity(unchecked) private var leafLayout: [Node.Layout] = []
     /// The open inner node of each level above the leaves.
-    @exclusivity(unchecked) private var levels: InnerLevels
+    @exclusivity(unchecked) private var levels = InnerLevels()
     /// Whether the appender takes no more calls: it finished, or a write failed.
     @exclusivity(unchecked) private var closed = false
     /// The offsets of the leaves written so far, in order, but for the right-edge leaf ``finish()`` writes. They
@@ -56,13 +56,11 @@ package final class TreeAppender {
     package init(resuming tree: BTree) throws {
         configuration = tree.configuration
         nodes = NodeWriter(file: tree.file, configuration: tree.configuration, cachesLeaves: false)
-        // Room for a full leaf and the entry that overflows it, as a rule; a larger entry grows the buffer.
+        // Twice the target: room for a leaf filled to it, and most of a resumed edge leaf written with a larger
+        // target by an older build; an entry that does not fit grows the buffer.
         leafCapacity = 2 * max(configuration.nodeSize, 1024)
         leaf = UnsafeMutableRawPointer.allocate(byteCount: leafCapacity, alignment: 8)
-        guard let root = tree.root else {
-            levels = InnerLevels()
-            return
-        }
+        guard let root = tree.root else { return }
         // Every leaf lies at one depth (the batch modify's rule too): a damaged tree whose edge is shorter or
         // longer than its first path is not extended. (Read before the edge leaves the node cache.)
         let height = try tree.height(of: root.offset)
@@ -103,9 +101,7 @@ package final class TreeAppender {
     /// - Throws: `.invalidArgument` when `key` is not above the tree's largest key (nothing changes); storage
     ///   errors (the appender is then closed).
     package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        try append(key: key, valueCount: value.count) { out in
-            if value.count > 0 { out.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
-        }
+        try append(key: key, valueCount: value.count) { $0.copyMemory(from: value) }
     }
 
     /// Appends a row from arrays; see ``append(key:value:)-(UnsafeRawBufferPointer,UnsafeRawBufferPointer)``.
@@ -165,8 +161,8 @@ package final class TreeAppender {
 
     private func appendToLeaf(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         appendToLeaf(key: key, valueCount: value.count,
-                     size: NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)) { out in
-            if value.count > 0 { out.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count) }
+                     size: NodeWriter.leafEntrySize(keyCount: key.count, valueCount: value.count)) {
+            $0.copyMemory(from: value)
         }
     }
 
@@ -182,14 +178,8 @@ package final class TreeAppender {
             leaf.deallocate()
             leaf = grown
         }
-        var at = storeVarint(UInt64(key.count), at: leaf + leafSize)
-        let keyStart = at - leaf
-        if key.count > 0 { at.copyMemory(from: key.baseAddress!, byteCount: key.count) }
-        at = storeVarint(UInt64(valueCount), at: at + key.count)
-        let valueStart = at - leaf
-        write(UnsafeMutableRawBufferPointer(start: at, count: valueCount))
-        leafLayout.append(Node.Layout(keyStart: Int32(keyStart), keyLength: Int32(key.count),
-                                      valueStart: Int32(valueStart), valueLength: Int32(valueCount)))
+        leafLayout.append(NodeWriter.storeLeafEntry(key: key, valueCount: valueCount, writingValue: write,
+                                                    at: leaf + leafSize, base: leaf))
         leafSize += size
     }
 

@@ -109,6 +109,10 @@ import Testing
         // The special members are the document's own, not among its user properties.
         #expect(deleted.isDeleted && deleted.userProperties == ["a": 2])
         #expect(db.documentCount == 2)
+        // Only the top level's names are special: a nested "_x" is the body's own.
+        let nested = try db.put(["a": ["_x": 1], "b": [["_id": "q"]]], id: "nested")
+        #expect(nested.userProperties == ["a": ["_x": 1], "b": [["_id": "q"]]])
+        #expect(try db.document(id: "nested")?.userProperties == nested.userProperties)
         expectSound(db)
     }
 
@@ -128,6 +132,13 @@ import Testing
             expectSofaError(.invalidArgument, "non-object \(bad)") { try db.put(bad, id: "n") }
         }
         expectSofaError(.invalidArgument, "reserved member") { try db.put(["_attachments": [:]], id: "n") }
+        // A name longer than the serializer's staging buffer is told by its first byte all the same.
+        let longReserved = "_" + String(repeating: "x", count: 2000)
+        expectSofaError(.invalidArgument, "long reserved member") { try db.put([longReserved: 1, "a": 2], id: "n") }
+        // Values are serialized first: a body with a reserved member and NaN reports the NaN.
+        expectSofaError(.invalidValue, "NaN and a reserved member") {
+            try db.put(["_x": 1, "n": .number(.nan)], id: "n")
+        }
         expectSofaError(.invalidArgument, "_id disagrees") { try db.put(["_id": "x"], id: "y") }
         expectSofaError(.invalidValue, "NaN") { try db.put(["n": .number(.nan)], id: "n") }
         expectSofaError(.invalidArgument, "empty ID") { try db.put(["a": 1], id: "") }

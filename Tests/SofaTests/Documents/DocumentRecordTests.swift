@@ -29,6 +29,26 @@ import Testing
         }
     }
 
+    /// Fields whose varints take two or three bytes — a 200-character digest, an inline body of 300 bytes, a
+    /// chunk offset of 70,000, a large sequence — round-trip, and `encodedSize` is the encoder's byte count, into
+    /// an array and into raw memory alike.
+    @Test func multiByteVarintsRoundTrip() throws {
+        let text = String(repeating: "q", count: 200)
+        let parent = RevisionTree.Revision(id: try #require(RevisionID("3-" + text)), parent: nil, deleted: false,
+                                           isLeaf: true, body: .chunk(offset: 70_000))
+        let leaf = RevisionTree.Revision(id: try #require(RevisionID("200-" + Self.hex)), parent: nil,
+                                         deleted: false, isLeaf: true,
+                                         body: .inline((0..<300).map { UInt8(truncatingIfNeeded: $0) }))
+        let record = DocumentRecord(sequence: 1 << 40, tree: RevisionTree(revisions: [leaf, parent]))
+        let bytes = record.encoded()
+        #expect(bytes.count == record.encodedSize)
+        var raw = [UInt8](repeating: 0xEE, count: record.encodedSize)
+        raw.withUnsafeMutableBytes { record.encode(to: $0) }
+        #expect(raw == bytes)
+        let decoded = try bytes.withUnsafeBytes { try DocumentRecord(decoding: $0, path: "test") }
+        #expect(decoded == record)
+    }
+
     /// Two revisions: a leaf with a text digest, a parent and a body in a value chunk, and its parent with a
     /// binary digest and no body — every field the fast path leaves to the general decoder.
     @Test func revisionWithParentTextDigestAndChunkBody() throws {

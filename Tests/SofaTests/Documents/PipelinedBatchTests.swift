@@ -75,10 +75,6 @@ import Testing
         expectSound(reopened)
     }
 
-    /// A bulk load of new IDs in order appends its chunks to the trees' open edges (``TreeAppender``), written
-    /// once, by the commit's flush: nothing of the trees is left dead, and reading documents inside the batch
-    /// keeps them open. A chunk that does not append (new IDs out of order) writes them first, on the flush
-    /// thread or at commit; a chunk whose sequences are out of ID order still appends.
     /// The leaves of `tree`, found without putting any into the node cache.
     static func leafOffsets(of tree: BTree) throws -> [UInt64] {
         guard let root = tree.root else { return [] }
@@ -92,6 +88,10 @@ import Testing
         return leaves
     }
 
+    /// The leaves a bulk load's open edges wrote are not cached as written; the next commit reads them into the
+    /// node cache on its own queue (``DocumentFile/startNodeCacheFill()``), all but each tree's right-edge leaf.
+    /// A compaction in between drops the fill (the old file's leaves); a batch that modifies the trees after
+    /// its edges leaves its leaves to readers.
     @Test func leavesTheEdgesWroteAreReadIntoTheNodeCacheByTheNextCommit() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
@@ -113,9 +113,33 @@ import Testing
             #expect(snapshot.storage.nodeCache.node(at: offset) != nil, "leaf at \(offset) is cached")
         }
         #expect(snapshot.storage.nodeCache.node(at: byID.last!) == nil, "the edge leaf is left to readers")
+
+        // A compaction drops the fill a bulk batch left: its leaves are the old file's.
+        var next = count + 2
+        func bulk(_ n: Int) throws {
+            for i in next..<(next + n) { try db.put(Self.body(i, random: &random), id: Self.id(i)) }
+            next += n
+        }
+        try db.inBatch { try bulk(2 * WriteBatch.pipelineChunk) }
+        #expect(db.documents.cacheFill != nil)
+        _ = try db.compact()
+        #expect(db.documents.cacheFill == nil, "the old file's leaves are not filled")
+        // A batch that modifies the trees after appending to their edges leaves its leaves to readers.
+        try db.inBatch {
+            try bulk(WriteBatch.pipelineChunk + 10)
+            next += 1000
+            try bulk(1)
+            next -= 500
+            try bulk(WriteBatch.pipelineChunk)  // below the ID before: the commit's flush modifies the trees
+        }
+        #expect(db.documents.cacheFill == nil)
         try expectSound(db)
     }
 
+    /// A bulk load of new IDs in order appends its chunks to the trees' open edges (``TreeAppender``), written
+    /// once, by the commit's flush: nothing of the trees is left dead, and reading documents inside the batch
+    /// keeps them open. A chunk that does not append (new IDs out of order) writes them first, on the flush
+    /// thread or at commit; a chunk whose sequences are out of ID order still appends.
     @Test func chunksOfNewIDsInOrderAppendToTheTreesOpenEdges() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
