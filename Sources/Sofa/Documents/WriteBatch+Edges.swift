@@ -18,27 +18,25 @@ extension WriteBatch {
             (try byID.finish(), try bySequence.finish())
         }
 
-        /// The leaves the two appenders wrote so far (``TreeAppender/writtenLeaves``).
-        var writtenLeaves: WrittenLeaves {
-            WrittenLeaves(byID: byID.writtenLeaves, bySequence: bySequence.writtenLeaves)
-        }
+        /// The by-ID leaves the appender wrote so far (``TreeAppender/writtenLeaves``). The by-sequence tree's
+        /// are left out: the changes feed and view updates read them once, in order, and in the cache they took
+        /// the room of by-ID leaves, which D3's and D4's reads come back to (at 1M the two trees' leaves are
+        /// about the 256 MiB cache of `sofa-compare`).
+        var writtenLeaves: WrittenLeaves { WrittenLeaves(byID: byID.writtenLeaves) }
     }
 
-    /// Leaves the trees' open edges wrote, by tree: not cached as they were written, and read into the node
-    /// cache by the next commit (``DocumentFile/startNodeCacheFill()``).
-    /// (They may include leaves no tree reaches any more: reading one into the cache wastes its room, no more.)
+    /// By-ID leaves the trees' open edges wrote: not cached as they were written, and read into the node cache
+    /// by the next commit (``DocumentFile/startNodeCacheFill()``). (They may include leaves no tree reaches any
+    /// more: reading one into the cache wastes its room, no more.)
     struct WrittenLeaves {
         /// Offsets of by-ID leaves, in the order written.
         var byID: [UInt64] = []
-        /// Offsets of by-sequence leaves, in the order written.
-        var bySequence: [UInt64] = []
 
-        var isEmpty: Bool { byID.isEmpty && bySequence.isEmpty }
+        var isEmpty: Bool { byID.isEmpty }
 
         /// Adds `other`'s leaves after these.
         mutating func append(_ other: WrittenLeaves) {
             byID += other.byID
-            bySequence += other.bySequence
         }
     }
 

@@ -698,7 +698,7 @@ extension DocumentFile {
         return (b.startSequence + 1, b.lastSequence, snapshot)
     }
 
-    /// Reads the leaves the last committed batch's open edges wrote (``cacheFill``) into the node cache, on a
+    /// Reads the by-ID leaves the last committed batch's open edges wrote (``cacheFill``) into the node cache, on a
     /// queue of its own: the write-through cache a batch modify gives the leaves it writes, without its cost in
     /// the batch. A bulk load's leaves filled the cache with fresh memory, and this machine's page faults made
     /// that a fifth of D1's CPU time. The next commit starts the fill as its serial part begins (its last flush
@@ -715,12 +715,9 @@ extension DocumentFile {
         guard snapshot.storage === storage else { return }
         let room = storage.nodeCache.capacityBytes / 2
         let byID = leaves.byID.suffix(room / max(byIDConfiguration.nodeSize, 1))
-        let bySequence = leaves.bySequence.suffix(max(0, room - byID.count * byIDConfiguration.nodeSize)
-                                                  / max(bySequenceConfiguration.nodeSize, 1))
         WriteBatch.fillQueue.async {
             do {
                 for offset in byID { _ = try snapshot.byID.node(at: offset) }
-                for offset in bySequence { _ = try snapshot.bySequence.node(at: offset) }
             } catch {}
         }
     }
