@@ -200,7 +200,7 @@ extension Query {
                 // The conflict list needs the whole revision tree: such rows are built in full.
                 let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
                 let conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
-                let id = String(decoding: leaf.key(index), as: UTF8.self)
+                let id = String(storedUTF8: leaf.key(index))
                 let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: false)
                 return try collector.offer(QueryRow(key: .string(id), value: value, documentID: id,
                                                     sourceDocumentID: id, sequenceNumber: summary.sequence,

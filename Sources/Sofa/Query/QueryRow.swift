@@ -25,7 +25,7 @@ public struct QueryRow: Sendable, Equatable {
         /// Whether the key is the sequence (``AllDocsMode/bySequence``) rather than the ID.
         let keyIsSequence: Bool
 
-        func documentID(_ index: Int) -> String { String(decoding: leaf.key(index), as: UTF8.self) }
+        func documentID(_ index: Int) -> String { String(storedUTF8: leaf.key(index)) }
 
         /// The document entry `index` holds, as of `snapshot` (the query's); nil when it cannot be read.
         func document(_ index: Int, in snapshot: DocumentSnapshot) -> Document? {

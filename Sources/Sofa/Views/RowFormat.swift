@@ -47,7 +47,7 @@ enum RowKey {
         var i = keyLength
         while i < rowKey.count, rowKey[i] > 1 { i += 1 }
         if i < rowKey.count, rowKey[i] == 0, keyLength <= i {
-            return String(decoding: UnsafeRawBufferPointer(rebasing: rowKey[keyLength..<i]), as: UTF8.self)
+            return String(storedUTF8: UnsafeRawBufferPointer(rebasing: rowKey[keyLength..<i]))
         }
         return String(decoding: try parse(rowKey, keyLength: keyLength).id, as: UTF8.self)
     }
