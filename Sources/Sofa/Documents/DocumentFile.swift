@@ -50,10 +50,10 @@ final class DocumentFile: @unchecked Sendable {
 
     /// The batch in progress. Touched only by the thread holding the database's write lock.
     var batch: WriteBatch?
-    /// The leaves the open edges of the last committed batch wrote, not cached as written, and the snapshot of
+    /// The by-ID leaves the open edges of the last committed batch wrote, not cached as written, and the snapshot of
     /// that commit: the next commit reads them into the node cache (``startNodeCacheFill()``). Touched only
     /// under the database's write lock.
-    var cacheFill: (leaves: WriteBatch.WrittenLeaves, snapshot: DocumentSnapshot)?
+    var cacheFill: (leaves: [UInt64], snapshot: DocumentSnapshot)?
     /// The longest log chain commits make before folding it (FORMAT.md §10.1.7): the format's bound, which
     /// tests lower to fold often. Touched only under the database's write lock.
     var logLengthLimit = PendingChanges.maximumLength

@@ -18,26 +18,13 @@ extension WriteBatch {
             (try byID.finish(), try bySequence.finish())
         }
 
-        /// The by-ID leaves the appender wrote so far (``TreeAppender/writtenLeaves``). The by-sequence tree's
-        /// are left out: the changes feed and view updates read them once, in order, and in the cache they took
-        /// the room of by-ID leaves, which D3's and D4's reads come back to (at 1M the two trees' leaves are
-        /// about the 256 MiB cache of `sofa-compare`).
-        var writtenLeaves: WrittenLeaves { WrittenLeaves(byID: byID.writtenLeaves) }
-    }
-
-    /// By-ID leaves the trees' open edges wrote: not cached as they were written, and read into the node cache
-    /// by the next commit (``DocumentFile/startNodeCacheFill()``). (They may include leaves no tree reaches any
-    /// more: reading one into the cache wastes its room, no more.)
-    struct WrittenLeaves {
-        /// Offsets of by-ID leaves, in the order written.
-        var byID: [UInt64] = []
-
-        var isEmpty: Bool { byID.isEmpty }
-
-        /// Adds `other`'s leaves after these.
-        mutating func append(_ other: WrittenLeaves) {
-            byID += other.byID
-        }
+        /// The by-ID leaves the appender wrote so far (``TreeAppender/writtenLeaves``), for the next commit to read
+        /// into the node cache (``DocumentFile/startNodeCacheFill()``). The by-sequence tree's are left out: the
+        /// changes feed and view updates read them once, in order, and in the cache they took the room of by-ID
+        /// leaves, which D3's and D4's reads come back to (at 1M the two trees' leaves are about the 256 MiB cache
+        /// of `sofa-compare`). (They may include leaves no tree reaches any more: reading one into the cache
+        /// wastes its room, no more.)
+        var writtenLeaves: [UInt64] { byID.writtenLeaves }
     }
 
     /// Whether `changes` (in ascending ID order when `sorted`), with the log's `logged` changes, only append to

@@ -53,8 +53,6 @@ final class WriteBatch {
         var bySequence: BTree
         /// The trees' open right edges, passed from chunk to chunk while chunks only append (``appends``).
         var edges: OpenEdges?
-        /// The edges the job finished (a chunk that does not append after ones that did), for their written leaves.
-        private(set) var finishedEdges: OpenEdges?
         /// Whether the chunk only appends to both trees (``WriteBatch/appendsToTrees(_:sorted:above:logged:)``):
         /// it goes to the open edges. Any other chunk finishes the edges first, then is applied by a batch modify.
         let appends: Bool
@@ -82,7 +80,6 @@ final class WriteBatch {
             changes = []
             logged = []
             edges = nil
-            finishedEdges = nil
         }
 
         /// Applies the chunk (on the flush thread).
@@ -94,7 +91,6 @@ final class WriteBatch {
                 } else {
                     if let open = edges {
                         edges = nil
-                        finishedEdges = open
                         (byID, bySequence) = try open.finish()
                     }
                     (byID, bySequence) = try WriteBatch.apply(WriteBatch.actions(for: changes, sorted: sorted,
@@ -118,8 +114,9 @@ final class WriteBatch {
     /// batch flushes at commit, a read needs the trees, or a chunk that does not append comes (BENCHMARKS.md §3,
     /// "D1, tenth round"). Owned like the trees: by the flush thread while a chunk is in flight.
     private var edges: OpenEdges?
-    /// The leaves finished edges wrote (chunks' and the commit's), for the commit to read into the node cache.
-    private(set) var writtenLeaves = WrittenLeaves()
+    /// The by-ID leaves finished edges wrote (``OpenEdges/writtenLeaves``), for the commit to hand to the next
+    /// one, which reads them into the node cache. Emptied by a batch modify, which may have rewritten any of them.
+    private(set) var writtenLeaves: [UInt64] = []
     /// The commit log's pending changes the batch started from, consulted after the overlay and before the
     /// trees. The first flush or hand-off writes them into the trees with the overlay (``unloggedBase()``,
     /// as they are encoded): from then on the batch's commit rewrites the trees instead of adding a log record.
@@ -329,9 +326,9 @@ final class WriteBatch {
         byID = job.byID
         bySequence = job.bySequence
         edges = job.edges
-        if let finished = job.finishedEdges { writtenLeaves.append(finished.writtenLeaves) }
-        // A batch modify may have rewritten any of them: the batch's leaves are left to readers.
-        if !job.appends { writtenLeaves = WrittenLeaves() }
+        // A job that does not append finishes the edges and then modifies the trees, which may rewrite any of
+        // their leaves: the batch's leaves are left to readers.
+        if !job.appends { writtenLeaves = [] }
         // (The tree an appending job leaves lacks the rows on its edges: its root is not the key's.)
         if !job.appends, let root = byID.root?.offset, let key = job.largestID { largestID = (root, key) }
     }
@@ -345,7 +342,7 @@ final class WriteBatch {
         edges = nil
         do {
             (byID, bySequence) = try open.finish()
-            writtenLeaves.append(open.writtenLeaves)
+            writtenLeaves += open.writtenLeaves
         } catch {
             failure = failure ?? error
             throw error
@@ -463,7 +460,7 @@ final class WriteBatch {
                 failure = error
                 throw error
             }
-            writtenLeaves = WrittenLeaves()  // the modify may have rewritten any of them: left to readers
+            writtenLeaves = []  // the modify may have rewritten any of them: left to readers
         }
         base = .none
         index.removeAll(keepingCapacity: true)
@@ -714,7 +711,7 @@ extension DocumentFile {
         // A fill queued before a compaction swapped the file would fill the old file's cache, and keep it open.
         guard snapshot.storage === storage else { return }
         let room = storage.nodeCache.capacityBytes / 2
-        let byID = leaves.byID.suffix(room / max(byIDConfiguration.nodeSize, 1))
+        let byID = leaves.suffix(room / max(byIDConfiguration.nodeSize, 1))
         WriteBatch.fillQueue.async {
             do {
                 for offset in byID { _ = try snapshot.byID.node(at: offset) }
