@@ -67,7 +67,7 @@ extension JSON: CustomStringConvertible {
     public var description: String {
         var buffer: [UInt8] = []
         // Cannot throw: non-strict mode writes the readable forms instead of failing.
-        try? JSONSerializer.write(self, into: &buffer, strict: false)
+        _ = try? JSONSerializer.write(self, into: &buffer, strict: false)
         return String(decoding: buffer, as: UTF8.self)
     }
 }

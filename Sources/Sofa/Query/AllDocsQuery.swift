@@ -59,7 +59,7 @@ extension Query {
             } else {
                 // A leaf at a time: every visited entry's flags are checked first, in one pass whose loads the
                 // CPU overlaps (at 1M documents the leaves are ~200 MB, and an entry's first touch is a cache
-                // miss), then the entries are offered.
+                // miss), then the span's rows are offered.
                 let range = try idRange()
                 // Pending changes of the commit log cut the tree's spans (and no tree skip is taken then).
                 try snapshot.forEachByIDSpan(in: range, descending: descending, skip: UInt64(treeSkip)) { leaf, span in
@@ -70,20 +70,8 @@ extension Query {
                             flags[i - first] = try RecordSummary.checkedFlags(of: entry)
                                 ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
                         }
-                        if descending {
-                            for i in span.reversed()
-                            where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
-                                                  to: &collector) {
-                                return false
-                            }
-                        } else {
-                            for i in span
-                            where try !offerEntry(leaf: leaf, index: i, flags: flags[i - first], source: source,
-                                                  to: &collector) {
-                                return false
-                            }
-                        }
-                        return true
+                        return try offerSpan(leaf: leaf, span: span, flags: UnsafeBufferPointer(flags),
+                                             source: source, to: &collector)
                     }
                 }
             }
@@ -179,35 +167,81 @@ extension Query {
         let entry = leaf.value(index)
         let flags = try RecordSummary.checkedFlags(of: entry)
             ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
-        return try offerEntry(leaf: leaf, index: index, flags: flags, source: source, to: &collector)
+        switch rowKind(flags) {
+        case .none: return true
+        case .entry: return try collector.offer(leaf: leaf, index: index)
+        case .conflicts: return try collector.offer(conflictRow(leaf: leaf, index: index, source: source))
+        }
     }
 
-    /// ``offerEntry(leaf:index:source:to:)`` for an entry whose summary was checked, giving `flags`.
-    private func offerEntry<Output>(leaf: Node, index: Int, flags: UInt8, source: RowSource,
-                                    to collector: inout AllDocsCollector<Output>) throws -> Bool {
+    /// Offers the rows of the entries `span` of `leaf` (in descending order when the query is), whose checked
+    /// flags are `flags` (`flags[0]` is `span.lowerBound`'s); returns false once the collector is full. The
+    /// admitted entries are handed to the output a run at a time, so that a streaming output moves one row
+    /// value along the run (see ``RowVisitor``); a conflict row ends a run.
+    private func offerSpan<Output>(leaf: Node, span: ClosedRange<Int>, flags: UnsafeBufferPointer<UInt8>,
+                                   source: RowSource, to collector: inout AllDocsCollector<Output>) throws -> Bool {
+        try withUnsafeTemporaryAllocation(of: Int.self, capacity: span.count) { run in
+            var count = 0
+            var full = false
+            let step = descending ? -1 : 1
+            var i = descending ? span.upperBound : span.lowerBound
+            for _ in 0..<span.count {
+                defer { i += step }
+                switch rowKind(flags[i - span.lowerBound]) {
+                case .none:
+                    continue
+                case .entry:
+                    guard collector.admits(leaf: leaf, index: i) else { continue }
+                    run[count] = i
+                    count += 1
+                case .conflicts:
+                    try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
+                    count = 0
+                    guard try collector.offer(conflictRow(leaf: leaf, index: i, source: source)) else { return false }
+                }
+                if collector.isFull {
+                    full = true
+                    break
+                }
+            }
+            try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
+            return !full
+        }
+    }
+
+    /// What a by-ID entry with document flags `flags` gives in this query's mode.
+    private enum RowKind {
+        /// No row: the mode leaves the document out.
+        case none
+        /// A row read from the entry on demand.
+        case entry
+        /// A row built in full with the document's conflicting revisions.
+        case conflicts
+    }
+
+    @inline(__always)
+    private func rowKind(_ flags: UInt8) -> RowKind {
         let isDeleted = flags & DocumentRecord.flagDeleted != 0
         let isConflicted = flags & DocumentRecord.flagConflicted != 0
         switch allDocsMode {
-        case .allDocs, .bySequence:
-            if isDeleted { return true }
-        case .includeDeleted:
-            break
-        case .showConflicts, .onlyConflicts:
-            if isDeleted || (allDocsMode == .onlyConflicts && !isConflicted) { return true }
-            if isConflicted {
-                let entry = leaf.value(index)
-                let summary = try RecordSummary(decoding: entry, path: source.snapshot.path)
-                // The conflict list needs the whole revision tree: such rows are built in full.
-                let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
-                let conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
-                let id = String(storedUTF8: leaf.key(index))
-                let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: false)
-                return try collector.offer(QueryRow(key: .string(id), value: value, documentID: id,
-                                                    sourceDocumentID: id, sequenceNumber: summary.sequence,
-                                                    conflictingRevisions: conflicts, source: source))
-            }
+        case .allDocs, .bySequence: return isDeleted ? .none : .entry
+        case .includeDeleted: return .entry
+        case .showConflicts: return isDeleted ? .none : isConflicted ? .conflicts : .entry
+        case .onlyConflicts: return isDeleted || !isConflicted ? .none : .conflicts
         }
-        return try collector.offer(leaf: leaf, index: index)
+    }
+
+    /// The row of a conflicted document's entry, with its conflicting revisions (the whole revision tree is
+    /// decoded for them).
+    private func conflictRow(leaf: Node, index: Int, source: RowSource) throws -> QueryRow {
+        let entry = leaf.value(index)
+        let summary = try RecordSummary(decoding: entry, path: source.snapshot.path)
+        let tree = try DocumentRecord(decoding: entry, path: source.snapshot.path).tree
+        let conflicts = ([tree.winner.id] + tree.conflictingRevisions).map(\.description)
+        let id = String(storedUTF8: leaf.key(index))
+        let value = QueryRow.Value.revision(QueryRow.RevisionIDBox(id: summary.winner), deleted: false)
+        return QueryRow(key: .string(id), value: value, documentID: id, sourceDocumentID: id,
+                        sequenceNumber: summary.sequence, conflictingRevisions: conflicts, source: source)
     }
 }
 
@@ -266,8 +300,8 @@ struct RowCollector {
 /// Where an all-documents query's rows go: into a result (``RowStore``), or to the caller one at a time
 /// (``RowVisitor``).
 protocol AllDocsOutput {
-    /// Takes the row of by-ID entry `index` of `leaf`.
-    mutating func take(leaf: Node, index: Int) throws
+    /// Takes the rows of by-ID entries `indices` of `leaf`, in that order.
+    mutating func take(leaf: Node, indices: UnsafeBufferPointer<Int>) throws
     /// Takes a row given in full (a conflict row).
     mutating func take(_ row: consuming QueryRow) throws
 }
@@ -289,14 +323,21 @@ struct AllDocsCollector<Output: AllDocsOutput> {
 
     var isFull: Bool { window.isFull }
 
-    /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached. The row
-    /// is made for the filter only when there is one.
-    mutating func offer(leaf: Node, index: Int) throws -> Bool {
+    /// Whether the row of by-ID entry `index` of `leaf` is to be output (then it is counted, and the caller
+    /// hands it to the output). The row is made for the filter only when there is one.
+    @inline(__always)
+    mutating func admits(leaf: Node, index: Int) -> Bool {
         let (source, keyIsSequence) = (source, keyIsSequence)
-        guard window.admits({
+        return window.admits {
             $0(QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index, source: source))
-        }) else { return true }
-        try output.take(leaf: leaf, index: index)
+        }
+    }
+
+    /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached.
+    mutating func offer(leaf: Node, index: Int) throws -> Bool {
+        guard admits(leaf: leaf, index: index) else { return true }
+        var index = index
+        try withUnsafePointer(to: &index) { try output.take(leaf: leaf, indices: UnsafeBufferPointer(start: $0, count: 1)) }
         return !isFull
     }
 
@@ -309,8 +350,8 @@ struct AllDocsCollector<Output: AllDocsOutput> {
 }
 
 extension RowStore: AllDocsOutput {
-    mutating func take(leaf: Node, index: Int) {
-        append(leaf: leaf, index: index)
+    mutating func take(leaf: Node, indices: UnsafeBufferPointer<Int>) {
+        for index in indices { append(leaf: leaf, index: index) }
     }
 
     mutating func take(_ row: consuming QueryRow) {
@@ -318,32 +359,29 @@ extension RowStore: AllDocsOutput {
     }
 }
 
-/// Hands each row to the caller of ``Query/forEachRow(_:)`` as it is read; keeps none. One row value per
-/// leaf is made and moved from entry to entry (see ``QueryRow/moveEntry(to:)``): making and destroying a row
-/// per entry, with a retain and release of its leaf and source, was a quarter of a scanned row's cost.
+/// Hands each row to the caller of ``Query/forEachRow(_:)`` as it is read; keeps none. One row value per run
+/// of entries is made, a local moved from entry to entry (see ``QueryRow/moveEntry(to:)``): making and
+/// destroying a row per entry, with a retain and release of its leaf and source, was a quarter of a scanned
+/// row's cost, and a row kept in the visitor was copied (136 bytes) for every call of `body`.
 struct RowVisitor: AllDocsOutput {
     let source: RowSource
     let keyIsSequence: Bool
     let body: (QueryRow) throws -> Void
-    /// The row handed out last (a placeholder before the first).
-    private var current: QueryRow
 
     init(source: RowSource, keyIsSequence: Bool, body: @escaping (QueryRow) throws -> Void) {
         self.source = source
         self.keyIsSequence = keyIsSequence
         self.body = body
-        current = QueryRow(key: .null, value: .json(nil), documentID: nil, sourceDocumentID: nil, sequenceNumber: 0,
-                           source: nil)
     }
 
-    mutating func take(leaf: Node, index: Int) throws {
-        if current.holdsEntry(of: leaf) {
-            current.moveEntry(to: index)
-        } else {
-            current = QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: index,
-                               source: source)
+    func take(leaf: Node, indices: UnsafeBufferPointer<Int>) throws {
+        guard let first = indices.first else { return }
+        var row = QueryRow(entry: QueryRow.Entry(leaf: leaf, keyIsSequence: keyIsSequence), index: first,
+                           source: source)
+        for index in indices {
+            row.moveEntry(to: index)
+            try body(row)
         }
-        try body(current)
     }
 
     func take(_ row: consuming QueryRow) throws {

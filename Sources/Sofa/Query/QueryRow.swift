@@ -86,12 +86,9 @@ public struct QueryRow: Sendable, Equatable {
         self.source = source
     }
 
-    /// Whether this is an all-documents row of an entry of `leaf`.
-    func holdsEntry(of leaf: Node) -> Bool { entry?.leaf === leaf }
-
     /// Makes this all-documents row the row of entry `index` of the same leaf: a streaming scan hands out one
-    /// row value per leaf, moved along, instead of making (and destroying) one per entry. Copies taken of the
-    /// row before are values of their own and keep the entry they had.
+    /// row value per run of a leaf's entries, moved along, instead of making (and destroying) one per entry.
+    /// Copies taken of the row before are values of their own and keep the entry they had.
     mutating func moveEntry(to index: Int) {
         entryIndex = index
     }

@@ -214,6 +214,45 @@ import Testing
         }
     }
 
+    /// A scan's flags check (one 8-byte load per varint when the summary fits in 42 bytes) answers what the
+    /// summary decoder answers: the flags when the summary decodes with a binary winner digest, else nil — on
+    /// intact records, records with 9- and 10-byte sequence varints (past the word-at-a-time path), every
+    /// truncation, single-byte changes, and random bytes with most high bits set.
+    @Test func scanFlagsCheckAgreesWithTheSummaryDecoder() throws {
+        func expectAgreement(_ bytes: [UInt8], _ context: @autoclosure () -> String) {
+            bytes.withUnsafeBytes { raw in
+                var expected: UInt8?
+                if let summary = try? RecordSummary(decoding: raw, path: ""),
+                   case .binary = summary.winner.digest {
+                    expected = summary.flags
+                }
+                #expect(RecordSummary.checkedFlags(of: raw) == expected, "\(context())")
+            }
+        }
+        for seed in SeededRandom.testSeeds {
+            var random = SeededRandom(seed: seed)
+            for n in 0..<300 {
+                var record = Self.randomRecord(&random)
+                if n % 5 == 0 { record.sequence = UInt64.random(in: 1 << 56...UInt64.max, using: &random) }
+                let bytes = record.encoded()
+                expectAgreement(bytes, "seed \(seed), record \(n), intact")
+                for end in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 40)) {
+                    expectAgreement(Array(bytes[..<end]), "seed \(seed), record \(n), first \(end) bytes")
+                }
+                for _ in 0..<8 {
+                    var damaged = bytes
+                    let i = Int.random(in: 0..<min(damaged.count, 48), using: &random)
+                    damaged[i] = UInt8.random(in: 0...255, using: &random)
+                    expectAgreement(damaged, "seed \(seed), record \(n), byte \(i) changed")
+                }
+                let noise = (0..<Int.random(in: 0...64, using: &random)).map { _ in
+                    UInt8.random(in: 0...255, using: &random) | (Bool.random(using: &random) ? 0x80 : 0)
+                }
+                expectAgreement(noise, "seed \(seed), random \(noise)")
+            }
+        }
+    }
+
     /// A record with a history of 1–25 revisions, mostly linear (binary digests; random deletions; the
     /// winner's body inline, in a chunk or none), sometimes with a second branch or a text digest.
     static func randomRecord(_ random: inout SeededRandom) -> DocumentRecord {
