@@ -330,6 +330,8 @@ extension RecordSummary {
         // varint's end is found from one 8-byte load, without a branch per byte; longer varints and shorter
         // entries (tombstones with no body) take the cursor.
         if bytes.count >= 42 {
+            // In bounds: the loads end by byte 28 whatever the lengths; the flags byte and digest are read
+            // only when all three lengths are ≤ 8, when the digest ends by byte 42.
             let base = bytes.baseAddress!
             let sequenceLength = Self.varintLength(at: base + 1)
             let countLength = Self.varintLength(at: base + 1 + sequenceLength)
@@ -353,7 +355,7 @@ extension RecordSummary {
     private static func varintLength(at p: UnsafeRawPointer) -> Int {
         let word = UInt64(littleEndian: p.loadUnaligned(as: UInt64.self))
         let ends = ~word & 0x8080_8080_8080_8080  // the high bit of each byte that ends a varint
-        return ends.trailingZeroBitCount >> 3 + 1  // 64 trailing zeros when none ends: 9
+        return (ends.trailingZeroBitCount >> 3) + 1  // 64 trailing zeros when none ends: 9
     }
 }
 

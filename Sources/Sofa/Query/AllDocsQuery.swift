@@ -177,7 +177,8 @@ extension Query {
     /// Offers the rows of the entries `span` of `leaf` (in descending order when the query is), whose checked
     /// flags are `flags` (`flags[0]` is `span.lowerBound`'s); returns false once the collector is full. The
     /// admitted entries are handed to the output a run at a time, so that a streaming output moves one row
-    /// value along the run (see ``RowVisitor``); a conflict row ends a run.
+    /// value along the run (see ``RowVisitor``); a conflict row ends a run, and with a post filter every run is
+    /// one row, so that the filter and the output see the rows alternately, in order.
     private func offerSpan<Output>(leaf: Node, span: ClosedRange<Int>, flags: UnsafeBufferPointer<UInt8>,
                                    source: RowSource, to collector: inout AllDocsCollector<Output>) throws -> Bool {
         try withUnsafeTemporaryAllocation(of: Int.self, capacity: span.count) { run in
@@ -194,6 +195,11 @@ extension Query {
                     guard collector.admits(leaf: leaf, index: i) else { continue }
                     run[count] = i
                     count += 1
+                    if collector.window.filter != nil {
+                        // The filter sees each row just before the output does, as forEachRow promises.
+                        try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
+                        count = 0
+                    }
                 case .conflicts:
                     try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
                     count = 0
@@ -336,8 +342,10 @@ struct AllDocsCollector<Output: AllDocsOutput> {
     /// Takes by-ID entry `index` of `leaf` if its row passes; returns false once the limit is reached.
     mutating func offer(leaf: Node, index: Int) throws -> Bool {
         guard admits(leaf: leaf, index: index) else { return true }
-        var index = index
-        try withUnsafePointer(to: &index) { try output.take(leaf: leaf, indices: UnsafeBufferPointer(start: $0, count: 1)) }
+        // A run of one: a row value per call (key lookups and by-sequence scans offer entry by entry).
+        try withUnsafePointer(to: index) {
+            try output.take(leaf: leaf, indices: UnsafeBufferPointer(start: $0, count: 1))
+        }
         return !isFull
     }
 

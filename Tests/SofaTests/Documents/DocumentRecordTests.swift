@@ -216,8 +216,9 @@ import Testing
 
     /// A scan's flags check (one 8-byte load per varint when the summary fits in 42 bytes) answers what the
     /// summary decoder answers: the flags when the summary decodes with a binary winner digest, else nil — on
-    /// intact records, records with 9- and 10-byte sequence varints (past the word-at-a-time path), every
-    /// truncation, single-byte changes, and random bytes with most high bits set.
+    /// every boundary of the varint lengths and the entry's length, intact records, records with 9- and 10-byte
+    /// sequence varints (past the word-at-a-time path), ~40 truncations each, single-byte changes, and random
+    /// bytes with half their high bits set.
     @Test func scanFlagsCheckAgreesWithTheSummaryDecoder() throws {
         func expectAgreement(_ bytes: [UInt8], _ context: @autoclosure () -> String) {
             bytes.withUnsafeBytes { raw in
@@ -229,6 +230,31 @@ import Testing
                 #expect(RecordSummary.checkedFlags(of: raw) == expected, "\(context())")
             }
         }
+        // The boundaries, by hand: each varint 1, 8 (the longest one load finds), 9, 10 or 11 bytes (continuation
+        // bytes 0x81, the last 0x01), the binary-digest bit set or not, cut one byte short of the summary, at its
+        // end, and at 41, 42 and 43 bytes.
+        func varint(_ length: Int) -> [UInt8] { Array(repeating: 0x81, count: length - 1) + [0x01] }
+        for sequence in [1, 8, 9, 10, 11] {
+            for count in [1, 8, 9, 10, 11] {
+                for generation in [1, 8, 9, 10, 11] {
+                    for revisionFlags: UInt8 in [0x16, 0x12] {
+                        let summary = [0x02] + varint(sequence) + varint(count) + [revisionFlags] + varint(generation)
+                            + Self.digest
+                        for length in [summary.count - 1, summary.count, 41, 42, 43] {
+                            let bytes = length <= summary.count
+                                ? Array(summary[..<length])
+                                : summary + Array(repeating: 0x80, count: length - summary.count)
+                            expectAgreement(bytes, "varints \(sequence)/\(count)/\(generation), revision flags "
+                                            + "\(revisionFlags), \(length) bytes")
+                        }
+                    }
+                }
+            }
+        }
+        let fastest = [0x02] + varint(8) + varint(8) + [0x16] + varint(8) + Self.digest
+        #expect(fastest.count == 42)
+        fastest.withUnsafeBytes { #expect(RecordSummary.checkedFlags(of: $0) == 0x02) }
+
         for seed in SeededRandom.testSeeds {
             var random = SeededRandom(seed: seed)
             for n in 0..<300 {
