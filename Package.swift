@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "Sofa",
             dependencies: [
-                "SofaStorage", "CSofaICU", "CXXHash",
+                "SofaStorage", "CSofaICU", "CSofaSys", "CXXHash",
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: releaseTuning),
