@@ -71,8 +71,7 @@ extension Query {
                             // ~1 KiB on: the entries a few ahead (a by-ID entry with its inline body is ~200 bytes
                             // at 1M documents), whose first touch would otherwise stall the pass.
                             sofa_prefetch(entry.baseAddress.map { $0 + Query.prefetchDistance })
-                            flags[i - first] = try RecordSummary.checkedFlags(of: entry)
-                                ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
+                            flags[i - first] = try Query.checkedFlags(of: entry, source: source)
                         }
                         return try offerSpan(leaf: leaf, span: span, flags: UnsafeBufferPointer(flags),
                                              source: source, to: &collector)
@@ -171,14 +170,18 @@ extension Query {
     /// decodes its ID, key, value and document only when asked.
     private func offerEntry<Output>(leaf: Node, index: Int, source: RowSource,
                                     to collector: inout AllDocsCollector<Output>) throws -> Bool {
-        let entry = leaf.value(index)
-        let flags = try RecordSummary.checkedFlags(of: entry)
-            ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
-        switch rowKind(flags) {
+        switch rowKind(try Query.checkedFlags(of: leaf.value(index), source: source)) {
         case .none: return true
         case .entry: return try collector.offer(leaf: leaf, index: index)
         case .conflicts: return try collector.offer(conflictRow(leaf: leaf, index: index, source: source))
         }
+    }
+
+    /// The document flags of a by-ID entry whose summary decodes (the fast check, else the full decoder, which
+    /// names any damage).
+    @inline(__always)
+    private static func checkedFlags(of entry: UnsafeRawBufferPointer, source: RowSource) throws -> UInt8 {
+        try RecordSummary.checkedFlags(of: entry) ?? RecordSummary(decoding: entry, path: source.snapshot.path).flags
     }
 
     /// Offers the rows of the entries `span` of `leaf` (in descending order when the query is), whose checked
@@ -190,7 +193,11 @@ extension Query {
                                    source: RowSource, to collector: inout AllDocsCollector<Output>) throws -> Bool {
         try withUnsafeTemporaryAllocation(of: Int.self, capacity: span.count) { run in
             var count = 0
-            var full = false
+            /// Hands the run collected so far to the output and starts a new one.
+            func endRun() throws {
+                try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
+                count = 0
+            }
             let step = descending ? -1 : 1
             var i = descending ? span.upperBound : span.lowerBound
             for _ in 0..<span.count {
@@ -202,23 +209,16 @@ extension Query {
                     guard collector.admits(leaf: leaf, index: i) else { continue }
                     run[count] = i
                     count += 1
-                    if collector.window.filter != nil {
-                        // The filter sees each row just before the output does, as forEachRow promises.
-                        try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
-                        count = 0
-                    }
+                    // The filter sees each row just before the output does, as forEachRow promises.
+                    if collector.window.filter != nil { try endRun() }
                 case .conflicts:
-                    try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
-                    count = 0
+                    try endRun()
                     guard try collector.offer(conflictRow(leaf: leaf, index: i, source: source)) else { return false }
                 }
-                if collector.isFull {
-                    full = true
-                    break
-                }
+                if collector.isFull { break }
             }
-            try collector.output.take(leaf: leaf, indices: UnsafeBufferPointer(rebasing: run[..<count]))
-            return !full
+            try endRun()
+            return !collector.isFull
         }
     }
 
