@@ -50,6 +50,9 @@ final class DocumentFile: @unchecked Sendable {
 
     /// The batch in progress. Touched only by the thread holding the database's write lock.
     var batch: WriteBatch?
+    /// The last batch's overlay storage, emptied, for the next batch (``WriteBatch/takeStorage()``). Touched only
+    /// under the database's write lock.
+    var spareChanges = WriteBatch.Changes()
     /// The by-ID leaves the open edges of the last committed batch wrote, not cached as written, and the snapshot of
     /// that commit: the next commit reads them into the node cache (``startNodeCacheFill()``). Touched only
     /// under the database's write lock.

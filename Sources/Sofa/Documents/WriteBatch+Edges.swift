@@ -33,33 +33,23 @@ extension WriteBatch {
     static func appendsToTrees(_ changes: Changes, sorted: Bool, above largest: [UInt8]?,
                                logged: [LogEntry]) -> Bool {
         guard sorted, logged.isEmpty, !changes.isEmpty else { return false }
-        if let largest, compareArrays(changes[0].id, largest) <= 0 { return false }
-        return changes.allSatisfy { $0.state.storedSequence == nil }
+        if let largest, changes.compareID(at: 0, to: largest) <= 0 { return false }
+        return changes.entries.allSatisfy { $0.storedSequence == nil }
     }
 
     /// Appends `changes` (new IDs in ascending order, above every ID of the trees) to the trees' open edges: the
     /// encoded records to the by-ID tree, then the new sequences in ascending order to the by-sequence tree.
     static func append(_ changes: Changes, to edges: OpenEdges) throws {
-        for change in changes {
-            // Encoded straight into the by-ID appender's open leaf.
-            let record = change.state.record
-            let size = record.encodedSize
-            try change.id.withUnsafeBytes { id in
-                try edges.byID.append(key: id, valueCount: size) { record.encode(to: $0) }
-            }
-        }
+        try changes.forEach { _, id, record, _ in try edges.byID.append(key: id, value: record) }
         // Sequences follow the puts, which follow the IDs in a bulk load: sort only when they do not.
-        var order = Array(changes.indices)
-        if !changes.indices.dropFirst().allSatisfy({
-            changes[$0 - 1].state.record.sequence < changes[$0].state.record.sequence
-        }) {
-            order.sort { changes[$0].state.record.sequence < changes[$1].state.record.sequence }
+        let entries = changes.entries
+        var order: [Int]?
+        if !entries.indices.dropFirst().allSatisfy({ entries[$0 - 1].sequence < entries[$0].sequence }) {
+            order = entries.indices.sorted { entries[$0].sequence < entries[$1].sequence }
         }
-        for i in order {
+        try changes.forEach(in: order) { _, id, _, e in
             // `DocumentFile.sequenceKey`'s bytes: the sequence, big-endian.
-            try withUnsafeBytes(of: changes[i].state.record.sequence.bigEndian) { key in
-                try changes[i].id.withUnsafeBytes { try edges.bySequence.append(key: key, value: $0) }
-            }
+            try withUnsafeBytes(of: e.sequence.bigEndian) { try edges.bySequence.append(key: $0, value: id) }
         }
     }
 }

@@ -36,15 +36,11 @@ final class WriteBatch {
     /// A document's state as the batch sees it: its record, and its sequence and flags in the working trees.
     typealias Current = (record: DocumentRecord, storedSequence: UInt64?, storedFlags: UInt8)
 
-    /// The overlay's changed documents in first-write order with their latest state.
-    typealias Changes = [(id: [UInt8], state: Pending)]
-
     /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
     /// for, only that thread touches its trees, edges and `error`; the writer reads them after the wait.
     final class FlushJob: @unchecked Sendable {
-        /// Kept after the job is applied: the writer frees them while it waits for the next chunk
-        /// (``handOff()``), or the flush queue does when the writer joins it with no hand-off to wait in
-        /// (``join()``: a commit, or a read that needs the trees) or flushes at commit (``flush(encoded:)``).
+        /// Handed back to the writer when it joins the job (``takeChanges()``): its next overlay reuses their
+        /// storage.
         private(set) var changes: Changes
         let sorted: Bool
         /// The log's pending changes the chunk writes into the trees too (the batch's first chunk only).
@@ -74,12 +70,15 @@ final class WriteBatch {
             self.largestID = largestID
         }
 
-        /// Drops the chunk's changes (on whichever thread is to free them), and its reference to the edges the
-        /// writer took over.
-        func free() {
-            changes = []
-            logged = []
-            edges = nil
+        /// Hands the chunk's changes back to the writer, and drops the job's reference to the edges the writer
+        /// took over.
+        func takeChanges() -> Changes {
+            defer {
+                changes = Changes()
+                logged = []
+                edges = nil
+            }
+            return changes
         }
 
         /// Applies the chunk (on the flush thread).
@@ -135,7 +134,9 @@ final class WriteBatch {
     ///
     /// Exclusivity unchecked here and on the overlay's other state: only the writer's thread touches it, never
     /// overlapping its own accesses, and the dynamic checks were ~380 instructions per put (callgrind, D1).
-    @exclusivity(unchecked) private(set) var changes: Changes = []
+    @exclusivity(unchecked) private(set) var changes = Changes()
+    /// The storage of the last chunk's changes, emptied, for the overlay after the next hand-off.
+    private var spare = Changes()
     @exclusivity(unchecked) private(set) var changesAreSorted = true
     /// While `changes` is unsorted, the index of each of its documents by UTF-8 ID (bytes, not `String`:
     /// Swift's `String` equality is canonical equivalence, and two IDs that differ in bytes are different
@@ -164,12 +165,6 @@ final class WriteBatch {
     private var largestID: (root: UInt64, key: [UInt8])?
     /// The chunk being applied on the flush thread, if any.
     private var inFlight: FlushJob?
-    /// The chunk applied last, joined but not yet freed: its records (allocated on the writer's thread) are
-    /// freed there at the next hand-off, before it waits for the chunk then in flight (``handOff()``) — freeing
-    /// was ~20 % of the flush thread's work, the longer side of D1's pipeline, and the writer's wait is idle
-    /// time (BENCHMARKS.md §3, "D1, eighth round"). A join with no hand-off (``join()``) and the commit's flush
-    /// (``flush(encoded:)``) leave it to the flush queue instead: the writer has no wait left to free it in.
-    private var applied: FlushJob?
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
     /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
@@ -189,9 +184,6 @@ final class WriteBatch {
     /// was 125 bytes per document instead of 110; BENCHMARKS.md §3, "D1, sixth round"); with them, 64 and 128
     /// were no faster than 256 ("D1, tenth round").
     static let pipelineChunk = 256
-    /// A flush of at least this many documents frees their records and actions on the flush queue afterwards;
-    /// fewer are freed in place, for less than waking the queue costs.
-    static let freeElsewhereFrom = 64
     /// A flush of at most this many documents (a single `put`'s commit; also a batch's last flush or one a read
     /// forces, when that few are left) writes its nodes uncompressed: LZ4 was ~40 % of a single-document
     /// commit's instructions (a by-ID leaf, a by-sequence leaf and their inner nodes, ~15 KiB raw), and the
@@ -208,7 +200,11 @@ final class WriteBatch {
     /// flight, but the batches of different databases run at once.
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
-    init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int) {
+    /// - Parameter changes: empty storage for the overlay, kept from an earlier batch (``takeStorage()``).
+    init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int,
+         changes: Changes = Changes()) {
+        self.changes = changes
+        self.changes.removeAll(keepingCapacity: true)
         self.discardsAtStart = discardsAtStart
         self.byID = byID
         self.bySequence = bySequence
@@ -230,7 +226,7 @@ final class WriteBatch {
         lastMissAboveAll = false
         let aboveLast = changesAreSorted && isAboveLast(id)
         if !aboveLast, let i = position(of: id) {
-            let state = changes[i].state
+            let state = try changes.state(at: i, path: byID.file.path)
             return (state.record, state.storedSequence, state.storedFlags)
         }
         if let i = base.index(of: id) {  // (empty once a chunk has been handed off)
@@ -311,13 +307,11 @@ final class WriteBatch {
         guard let job = inFlight else { return }
         job.done.wait()
         inFlight = nil
-        if let earlier = applied {
-            // Joined with no hand-off since the last: a commit, or a read that needs the trees. The writer has
-            // no wait left to free the earlier chunk in, and replacing it here freed its 256 records in the
-            // commit's serial part (~250 instructions per document of D1; callgrind): the flush queue frees it.
-            WriteBatch.queue.async { earlier.free() }
+        defer {
+            // (After the trees and edges are taken: this drops the job's reference to the edges.)
+            spare = job.takeChanges()
+            spare.removeAll(keepingCapacity: true)
         }
-        applied = job
         if let error = job.error {
             failure = failure ?? error
             chunkLost = true
@@ -352,11 +346,6 @@ final class WriteBatch {
     /// Hands the overlay to the flush thread as one chunk, after the chunk before it is done. Throws the
     /// batch's failure (this chunk's predecessor's, or an earlier one) instead when there is one.
     func handOff() throws {
-        // The chunk before the one in flight, freed while this thread would wait for that one anyway
-        // (explicitly: the queue's block may still hold the job for a moment after its group was left).
-        let previous = applied
-        applied = nil
-        previous?.free()
         join()
         if let failure { throw failure }
         guard !changes.isEmpty else { return }
@@ -369,10 +358,11 @@ final class WriteBatch {
             throw error
         }
         // The overlay's largest ID: the last when in order, else found by a pass.
-        var top = changes[changes.count - 1].id
+        var topIndex = changes.count - 1
         if !changesAreSorted {
-            for c in changes where compareArrays(c.id, top) > 0 { top = c.id }
+            for i in changes.indices where changes.compareIDs(i, topIndex) > 0 { topIndex = i }
         }
+        var top = changes.id(at: topIndex)
         if let last = logged.last, compareArrays(last.id, top) > 0 { top = last.id }
         let appends = WriteBatch.appendsToTrees(changes, sorted: changesAreSorted, above: largest, logged: logged)
         if largest.map({ compareArrays(top, $0) > 0 }) ?? true { largest = top }
@@ -383,7 +373,9 @@ final class WriteBatch {
         overlayVersion &+= 1
         touchedTrees = true
         index = [:]
-        changes = []
+        // The last chunk's storage, which the join above emptied.
+        changes = spare
+        spare = Changes()
         changes.reserveCapacity(WriteBatch.pipelineChunk)
         changesAreSorted = true
         pendingBytes = 0
@@ -423,24 +415,17 @@ final class WriteBatch {
     ///   reaches the release fallback) the overlay is encoded again.
     func flush(encoded: consuming EncodedOverlay? = nil) throws {
         join()
-        if let done = applied {
-            // The writer has its own flush to do now, and the flush thread nothing: the queue frees them.
-            applied = nil
-            WriteBatch.queue.async { done.free() }
-        }
         if chunkLost, let failure { throw failure }
         if let failure { throw failure }
         // Nothing of the overlay to write: the log's pending changes stay where they are (a read inside a batch
         // flushes first, and its snapshot reads them from the log), so the batch may still commit a log record.
         guard !changes.isEmpty else { return try finishEdges() }
         touchedTrees = true
-        let actions: Actions
         // `index` indexes `changes` as it is, and must stay right if this flush fails.
         if let open = edges, WriteBatch.appendsToTrees(changes, sorted: changesAreSorted,
                                                        above: open.byID.largestKey, logged: unloggedBase()) {
             // A bulk load's last chunk: onto the open edges, which are then written.
             _ = consume encoded
-            actions = Actions()
             do {
                 try WriteBatch.append(changes, to: open)
             } catch {
@@ -451,9 +436,9 @@ final class WriteBatch {
         } else {
             try finishEdges()
             assert(encoded.map { $0.version == overlayVersion } ?? true, "actions encoded ahead of a changed overlay")
-            actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
+            let actions = encoded.flatMap { $0.version == overlayVersion ? $0.actions : nil }
                 ?? WriteBatch.actions(for: changes, sorted: changesAreSorted, logged: unloggedBase())
-            _ = consume encoded  // `actions` holds the buffers' last references, to be freed with `Flushed`'s
+            _ = consume encoded
             do {
                 (byID, bySequence) = try WriteBatch.apply(actions, byID: byID, bySequence: bySequence)
             } catch {
@@ -464,38 +449,24 @@ final class WriteBatch {
         }
         base = .none
         index.removeAll(keepingCapacity: true)
-        if changes.count >= WriteBatch.freeElsewhereFrom {
-            // The flushed records and their encoded actions are freed on the flush queue, as a chunk's are: the
-            // writer goes on (a commit, to its sync) instead of spending ~1,700 instructions per document on
-            // freeing them (callgrind, D1).
-            let flushed = Flushed(changes: changes, actions: consume actions)
-            changes = []  // their last references are now `flushed`'s
-            changes.reserveCapacity(WriteBatch.pipelineChunk)
-            WriteBatch.queue.async { flushed.free() }
-        } else {
-            changes.removeAll(keepingCapacity: true)
-        }
+        changes.removeAll(keepingCapacity: true)
         changesAreSorted = true
         overlayVersion &+= 1
         pendingBytes = 0
         lastMissAboveAll = false
     }
 
-    /// A flushed overlay on its way to be freed on the flush queue (``flush(encoded:)``).
-    private final class Flushed: @unchecked Sendable {
-        /// Touched by the writer only before the hand-off, by the flush queue only after it.
-        private var changes: Changes
-        private var actions: Actions?
-
-        init(changes: Changes, actions: consuming Actions) {
-            self.changes = changes
-            self.actions = actions
-        }
-
-        func free() {
-            changes = []
-            actions = nil
-        }
+    /// The overlay's storage, emptied, for the next batch (the writer's thread, nothing in flight): a batch's
+    /// first chunk then appends into buffers of the size it needs instead of growing new ones (allocations of
+    /// tens of KiB, which send the allocator down its slow paths for the small ones around them). None when
+    /// it grew past 1 MiB: a huge batch's buffers are not held on to.
+    func takeStorage() -> Changes {
+        var storage = changes.bytes.capacity >= spare.bytes.capacity ? changes : spare
+        changes = Changes()
+        spare = Changes()
+        guard storage.bytes.capacity <= 1 << 20 else { return Changes() }
+        storage.removeAll(keepingCapacity: true)
+        return storage
     }
 
     /// Documents in the overlay.
@@ -514,13 +485,13 @@ final class WriteBatch {
         guard !touchedTrees, inFlight == nil, !changes.isEmpty, changes.count <= PendingChanges.deltaLimit else {
             return nil
         }
-        let ordered = changesAreSorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var bytes = 0
-        let entries = ordered.map { id, state in
-            let record = state.record.encoded()
+        var entries: [LogEntry] = []
+        entries.reserveCapacity(changes.count)
+        changes.forEach(in: changesAreSorted ? nil : changes.sortedByID()) { _, id, record, e in
             bytes += id.count + record.count
-            return LogEntry(id: id, record: record, sequence: state.record.sequence,
-                            storedSequence: state.storedSequence, storedFlags: state.storedFlags)
+            entries.append(LogEntry(id: Array(id), record: Array(record), sequence: e.sequence,
+                                    storedSequence: e.storedSequence, storedFlags: e.storedFlags))
         }
         return base.admits(documents: entries.count, bytes: bytes, lengthLimit: lengthLimit) ? entries : nil
     }
@@ -532,7 +503,7 @@ final class WriteBatch {
         var low = 0, high = changes.count - 1
         while low <= high {
             let mid = (low + high) / 2
-            let order = compareArrays(changes[mid].id, id)
+            let order = changes.compareID(at: mid, to: id)
             if order == 0 { return mid }
             if order < 0 { low = mid + 1 } else { high = mid - 1 }
         }
@@ -541,8 +512,7 @@ final class WriteBatch {
 
     /// Whether `id` is above every ID of a sorted overlay (true for an empty one).
     private func isAboveLast(_ id: [UInt8]) -> Bool {
-        // The last ID alone, not `changes.last`, which would copy (retain and release) the whole record.
-        changes.isEmpty || compareArrays(id, changes[changes.count - 1].id) > 0
+        changes.isEmpty || changes.compareID(at: changes.count - 1, to: id) < 0
     }
 
     /// Puts `state` as the overlay's state of `id`: in place when the overlay has it, else appended.
@@ -556,12 +526,12 @@ final class WriteBatch {
             // In order, and above the trees: the overlay stays sorted, and above them if it was or is empty.
             lastMissAboveAll = false
             if changes.isEmpty { overlayAboveTrees = true }
-            changes.append((id, state))
+            changes.append(id, state)
             pendingBytes += id.count + 64
             return
         }
         if !absent, let i = position(of: id) {
-            changes[i].state = state
+            changes.replace(at: i, with: state)
             return
         }
         overlayAboveTrees = false
@@ -569,10 +539,10 @@ final class WriteBatch {
             // Out of order from here on: index what is there, once.
             changesAreSorted = false
             index.reserveCapacity(changes.count + 1)
-            for (i, c) in changes.enumerated() { index[DocumentKey(c.id)] = i }
+            for i in changes.indices { index[DocumentKey(changes.id(at: i))] = i }
         }
         if !changesAreSorted { index[DocumentKey(id)] = changes.count }
-        changes.append((id, state))
+        changes.append(id, state)
         pendingBytes += id.count + 64
     }
 
@@ -587,26 +557,21 @@ final class WriteBatch {
     /// The ``Actions`` for `changes` (in ascending ID order when `sorted`) and the log's `logged` entries
     /// (ascending IDs, none of them in `changes`; written as they are encoded).
     static func actions(for changes: Changes, sorted: Bool, logged: [LogEntry] = []) -> Actions {
-        let ordered = sorted ? changes : changes.sorted { compareArrays($0.id, $1.id) < 0 }
         var actions = Actions()
         var removed: [UInt64] = []
-        // New sequences, each with its document's place in `ordered`, or in `logged` when `fromLog`.
+        // New sequences, each with its document's index in `changes`, or in `logged` when `fromLog`.
         var added: [Added] = []
-        added.reserveCapacity(ordered.count + logged.count)
-        // (No nested function sharing these: captured, every access in the loop was an exclusivity check.)
+        added.reserveCapacity(changes.count + logged.count)
         var nextLogged = 0
-        for (position, change) in ordered.enumerated() {
-            while nextLogged < logged.count, compareArrays(logged[nextLogged].id, change.id) < 0 {
+        changes.forEach(in: sorted ? nil : changes.sortedByID()) { i, id, record, e in
+            while nextLogged < logged.count,
+                  logged[nextLogged].id.withUnsafeBytes({ compareBytes($0, id) }) < 0 {
                 putLogged(logged[nextLogged], at: nextLogged, into: &actions, removed: &removed, added: &added)
                 nextLogged += 1
             }
-            // The record is encoded straight into the by-ID buffer.
-            change.id.withUnsafeBytes { id in
-                actions.byID.put(id, valueWrittenBy: { change.state.record.encode(into: &$0) })
-            }
-            let sequence = change.state.record.sequence
-            if let old = change.state.storedSequence, old != sequence { removed.append(old) }
-            added.append(Added(sequence: sequence, position: position, fromLog: false))
+            actions.byID.put(id, record)
+            if let old = e.storedSequence, old != e.sequence { removed.append(old) }
+            added.append(Added(sequence: e.sequence, position: i, fromLog: false))
         }
         while nextLogged < logged.count {
             putLogged(logged[nextLogged], at: nextLogged, into: &actions, removed: &removed, added: &added)
@@ -621,8 +586,11 @@ final class WriteBatch {
         }
         for a in added {
             withUnsafeBytes(of: a.sequence.bigEndian) { key in
-                let id = a.fromLog ? logged[a.position].id : ordered[a.position].id
-                id.withUnsafeBytes { actions.bySequence.put(key, $0) }
+                if a.fromLog {
+                    logged[a.position].id.withUnsafeBytes { actions.bySequence.put(key, $0) }
+                } else {
+                    changes.withID(at: a.position) { actions.bySequence.put(key, $0) }
+                }
             }
         }
         return actions
@@ -660,7 +628,8 @@ extension DocumentFile {
         let snapshot = try committedSnapshot()
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
                            base: snapshot.pending, startSequence: snapshot.lastSequence,
-                           discardsAtStart: storage.discardCount)
+                           discardsAtStart: storage.discardCount, changes: spareChanges)
+        spareChanges = WriteBatch.Changes()
     }
 
     /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
@@ -671,6 +640,7 @@ extension DocumentFile {
         let encoded = b.encodedAheadOfFlush()  // while the last chunk may still be applied
         b.join()  // the storage file is the writer's again before anything below touches it
         batch = nil
+        defer { spareChanges = b.takeStorage() }
         guard b.lastSequence != b.startSequence else {
             storage.discardUncommitted()  // nothing to commit; drop anything a failed edit appended
             return nil

@@ -52,11 +52,16 @@ package struct NodeWriter {
     /// ``BTree/modified(by:)``); a bulk load of millions of rows would only push the cache's useful nodes out,
     /// paying a node decode per leaf on the single-threaded tail of an index build to do it.
     private let cachesLeaves: Bool
+    /// Where ``writeLeaf(encodedEntries:layout:)`` puts a leaf's payload when the cache does not take it: one
+    /// buffer for every leaf, instead of an allocation and a free of each (8 KiB ones, which send the allocator
+    /// down its slow paths for the small allocations around them; BENCHMARKS.md §3, "D1, twelfth round").
+    private let leafScratch: ScratchBuffer?
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
         self.file = file
         self.configuration = configuration
         self.cachesLeaves = cachesLeaves
+        leafScratch = cachesLeaves ? nil : ScratchBuffer()
     }
 
     /// Bytes one leaf entry takes in a node payload.
@@ -161,7 +166,7 @@ package struct NodeWriter {
         precondition(!layout.isEmpty && entries.count > 0)
         let countSize = varintSize(UInt64(layout.count))
         let total = countSize + entries.count
-        let bytes = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
+        let bytes = leafScratch?.reserve(total) ?? UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 8)
         (bytes + countSize).copyMemory(from: entries.baseAddress!, byteCount: entries.count)
         let countEnd = storeVarint(UInt64(layout.count), at: bytes)
         precondition(countEnd == bytes + countSize)
@@ -174,7 +179,7 @@ package struct NodeWriter {
                 (view($0.keyStart, $0.keyLength), view($0.valueStart, $0.valueLength))
             }) ?? []
         } catch {
-            bytes.deallocate()
+            if leafScratch == nil { bytes.deallocate() }
             throw error
         }
         // The cached node's layout counts from the payload's start, before the entry count.
@@ -185,28 +190,31 @@ package struct NodeWriter {
         } : nil
         let last = layout[layout.count - 1]
         return try writeLeafPayload(taking: bytes, count: total, rows: layout.count, layout: payloadLayout,
-                                    reduction: reduction, lastKey: view(last.keyStart, last.keyLength))
+                                    reduction: reduction, lastKey: view(last.keyStart, last.keyLength),
+                                    owned: leafScratch == nil)
     }
 
-    /// Appends the leaf payload `bytes` (`count` bytes, allocated for it, owned from here on) and returns its
-    /// entry for the parent; the node cache takes the payload when `layout` is given, else it is freed.
+    /// Appends the leaf payload `bytes` (`count` bytes) and returns its entry for the parent. When `owned` (an
+    /// allocation for it, owned from here on), the node cache takes the payload if `layout` is given, else it is
+    /// freed; otherwise it is ``leafScratch``'s, and `layout` must be nil.
     private mutating func writeLeafPayload(
         taking bytes: UnsafeMutableRawPointer, count: Int, rows: Int, layout: [Node.Layout]?, reduction: [UInt8],
-        lastKey: UnsafeRawBufferPointer
+        lastKey: UnsafeRawBufferPointer, owned: Bool = true
     ) throws -> ChildEntry {
         let offset: UInt64, length: Int
         do {
             (offset, length) = try file.append(kind: .leaf, payload: UnsafeRawBufferPointer(start: bytes, count: count),
                                                compress: configuration.compress)
         } catch {
-            bytes.deallocate()
+            if owned { bytes.deallocate() }
             throw error
         }
         let key = Array(lastKey)
         if let layout {
+            precondition(owned, "a scratch payload cached")
             let payload = ChunkPayload(taking: bytes, count: count, offset: offset, kind: .leaf, fileLength: length)
             file.nodeCache.insert(Node(payload: payload, isLeaf: true, layout: layout, children: []), at: offset)
-        } else {
+        } else if owned {
             bytes.deallocate()
         }
         let pointer = NodePointer(offset: offset, rowCount: UInt64(rows), subtreeSize: UInt64(length),
