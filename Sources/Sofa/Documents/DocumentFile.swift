@@ -64,11 +64,12 @@ final class DocumentFile: @unchecked Sendable {
     /// the file: the snapshot holds its file, and a file holding it back would never be released.
     private let newestSnapshot = Lock<DocumentSnapshot?>(nil)
 
-    /// LZ4's acceleration for the document file's appends (its leaves hold the bodies): 2 took 8 % of the
-    /// instructions off a pipelined batch's flush thread, whose LZ4 was a third of its work, for 3 % more file
-    /// after D1 (129 against 125 bytes per document; BENCHMARKS.md §3, "D1, eighth round"). Compaction's bulk
-    /// load keeps acceleration 1.
-    static let compressionAcceleration: Int32 = 2
+    /// LZ4's acceleration for the document file's appends (its leaves hold the bodies). 2 took 8 % of the
+    /// instructions off a pipelined batch's flush thread for 3 % more file after D1 (BENCHMARKS.md §3, "D1, eighth
+    /// round"); 4, once the overlay stopped allocating per document, took D1's CPU from 3.02 to 2.70 µs per
+    /// document, LZ4 then being over half of the flush thread's work, for 5 % more file ("D1, twelfth round").
+    /// Compaction's bulk load keeps acceleration 1.
+    static let compressionAcceleration: Int32 = 4
 
     /// `options` as the document file opens its storage with them: its file kind and LZ4 acceleration.
     static func storageOptions(_ options: StorageOptions) -> StorageOptions {

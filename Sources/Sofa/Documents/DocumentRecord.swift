@@ -57,15 +57,18 @@ struct DocumentRecord: Sendable, Equatable {
         return out
     }
 
-    /// Appends the encoded record to `out` (a flush encodes each record straight into its by-ID action buffer).
+    /// Appends the encoded record to `out` (``WriteBatch/Changes`` keeps a batch's records in one buffer).
     func encode(into out: inout [UInt8]) {
         let size = encodedSize
-        let start = out.count
-        // Growing geometrically: `out` may be a flush's whole action buffer, which an exact reserve per record
-        // would copy again and again.
-        out.reserveGrowing(start + size)
-        out.append(contentsOf: repeatElement(0, count: size))
-        out.withUnsafeMutableBytes { encode(to: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
+        // Growing geometrically: `out` may be an overlay's whole buffer, which an exact reserve per record would
+        // copy again and again.
+        out.reserveGrowing(out.count + size)
+        // Encoded on the stack, then one copy: appending `size` zeros to encode over was a byte-by-byte loop,
+        // ~0.09 µs of D1's put (perf).
+        withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { scratch in
+            encode(to: scratch)
+            out.append(contentsOf: UnsafeRawBufferPointer(scratch))
+        }
     }
 
     /// The bytes ``encode(to:)`` writes.
