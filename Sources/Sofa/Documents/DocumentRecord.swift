@@ -91,10 +91,10 @@ struct DocumentRecord: Sendable, Equatable {
     }
 
     /// Writes the encoded record into `out`, which must be exactly ``encodedSize`` bytes (checked): the one
-    /// encoder, which a pipelined batch runs straight into a tree appender's open leaf (appending to an array
-    /// field by field, through a stack buffer, cost ~4 times its instructions; callgrind, D1). The stores are
-    /// unchecked; the size check after them is what keeps them inside `out`, and it traps rather than let a
-    /// record that overran be written.
+    /// encoder, which ``encode(into:)`` runs into a stack buffer and ``WriteBatch/Changes`` over a replaced
+    /// record's bytes (appending to an array field by field cost ~4 times its instructions; callgrind, D1). The
+    /// stores are unchecked; the size check after them is what keeps them inside `out`, and it traps rather than
+    /// let a record that overran be written.
     func encode(to out: UnsafeMutableRawBufferPointer) {
         let end = unsafeEncode(at: out.baseAddress!)
         precondition(end == out.baseAddress! + out.count, "a record encoded to other than its size")

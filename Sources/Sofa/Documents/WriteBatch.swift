@@ -12,7 +12,7 @@ import SofaStorage
 /// appended since the last commit.
 ///
 /// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
-/// thread, which applies it to the working trees (record encoding, leaf merges, LZ4, the appends) and syncs
+/// thread, which applies it to the working trees (the encoded records into leaves, LZ4, the appends) and syncs
 /// what it wrote (``StorageFile/flushAppendedStartingSync()``) while the writer goes on putting into a fresh
 /// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
 /// is left. Chunks of new IDs in ascending order (a bulk load) go onto the trees' right edges, held open from
@@ -200,11 +200,12 @@ final class WriteBatch {
     /// flight, but the batches of different databases run at once.
     private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
-    /// - Parameter changes: empty storage for the overlay, kept from an earlier batch (``takeStorage()``).
+    /// - Parameter changes: empty storage for the overlay, kept from an earlier batch (``takeStorage()``); passed
+    ///   as its only reference, so the overlay appends into it instead of copying it.
     init(byID: BTree, bySequence: BTree, base: PendingChanges, startSequence: UInt64, discardsAtStart: Int,
-         changes: Changes = Changes()) {
+         changes: consuming Changes = Changes()) {
+        assert(changes.isEmpty, "a batch's overlay starts empty")
         self.changes = changes
-        self.changes.removeAll(keepingCapacity: true)
         self.discardsAtStart = discardsAtStart
         self.byID = byID
         self.bySequence = bySequence
@@ -301,8 +302,9 @@ final class WriteBatch {
                                 lastSequence: lastSequence)
     }
 
-    /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure.
-    /// Afterwards the writer owns the working trees and the storage file's writer state again.
+    /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure,
+    /// and the chunk's overlay storage, emptied, as ``spare`` for the next hand-off's overlay. Afterwards the
+    /// writer owns the working trees and the storage file's writer state again.
     func join() {
         guard let job = inFlight else { return }
         job.done.wait()
@@ -373,7 +375,7 @@ final class WriteBatch {
         overlayVersion &+= 1
         touchedTrees = true
         index = [:]
-        // The last chunk's storage, which the join above emptied.
+        // The storage of the chunk before, emptied when it was joined (above, or by an earlier read).
         changes = spare
         spare = Changes()
         changes.reserveCapacity(WriteBatch.pipelineChunk)
@@ -461,10 +463,11 @@ final class WriteBatch {
     /// tens of KiB, which send the allocator down its slow paths for the small ones around them). None when
     /// it grew past 1 MiB: a huge batch's buffers are not held on to.
     func takeStorage() -> Changes {
-        var storage = changes.bytes.capacity >= spare.bytes.capacity ? changes : spare
+        assert(inFlight == nil, "the overlay's storage taken while a chunk is in flight")
+        var storage = changes.capacityBytes >= spare.capacityBytes ? changes : spare
         changes = Changes()
         spare = Changes()
-        guard storage.bytes.capacity <= 1 << 20 else { return Changes() }
+        guard storage.capacityBytes <= 1 << 20 else { return Changes() }
         storage.removeAll(keepingCapacity: true)
         return storage
     }
@@ -531,7 +534,7 @@ final class WriteBatch {
             return
         }
         if !absent, let i = position(of: id) {
-            changes.replace(at: i, with: state)
+            pendingBytes += changes.replace(at: i, with: state)
             return
         }
         overlayAboveTrees = false
@@ -626,10 +629,11 @@ extension DocumentFile {
     func beginBatch() throws {
         guard batch == nil else { return }
         let snapshot = try committedSnapshot()
+        var spare = WriteBatch.Changes()
+        swap(&spare, &spareChanges)
         batch = WriteBatch(byID: snapshot.byID.forWriter, bySequence: snapshot.bySequence.forWriter,
                            base: snapshot.pending, startSequence: snapshot.lastSequence,
-                           discardsAtStart: storage.discardCount, changes: spareChanges)
-        spareChanges = WriteBatch.Changes()
+                           discardsAtStart: storage.discardCount, changes: consume spare)
     }
 
     /// Commits the batch in progress as one commit and ends it; on failure nothing of it is kept.
@@ -715,6 +719,7 @@ extension DocumentFile {
     /// Ends the batch in progress, discarding everything it wrote.
     func rollbackBatch() {
         batch?.join()  // the flush thread's appends end before they are discarded
+        if let b = batch { spareChanges = b.takeStorage() }
         batch = nil
         storage.discardUncommitted()
     }

@@ -38,8 +38,8 @@ package struct BTreeActionBuffer: Sendable {
     }
 
     /// Collects a put under `key` of the value `write` appends to the array it is given — the buffer itself, so
-    /// that a value encoded for the put (a document file's record) is written once, not into an array of its
-    /// own and then copied. `write` must only append.
+    /// that a value encoded for the put is written once, not into an array of its own and then copied. `write`
+    /// must only append.
     package mutating func put(_ key: UnsafeRawBufferPointer, valueWrittenBy write: (inout [UInt8]) -> Void) {
         let keyStart = bytes.count
         append(key)

@@ -55,6 +55,8 @@ package struct NodeWriter {
     /// Where ``writeLeaf(encodedEntries:layout:)`` puts a leaf's payload when the cache does not take it: one
     /// buffer for every leaf, instead of an allocation and a free of each (8 KiB ones, which send the allocator
     /// down its slow paths for the small allocations around them; BENCHMARKS.md §3, "D1, twelfth round").
+    /// Copies of the writer share it: they must not write leaves at the same time (a ``TreeAppender`` has one
+    /// writer, which moves between threads only as its batch's chunks are joined).
     private let leafScratch: ScratchBuffer?
 
     package init(file: StorageFile, configuration: BTreeConfiguration, cachesLeaves: Bool = true) {
@@ -152,7 +154,7 @@ package struct NodeWriter {
             bytes.deallocate()
             throw error
         }
-        return try writeLeafPayload(taking: bytes, count: total, rows: entries.count, layout: layout,
+        return try writeLeafPayload(bytes, count: total, rows: entries.count, layout: layout,
                                     reduction: reduction, lastKey: entries[entries.count - 1].key)
     }
 
@@ -189,7 +191,7 @@ package struct NodeWriter {
                         valueLength: $0.valueLength)
         } : nil
         let last = layout[layout.count - 1]
-        return try writeLeafPayload(taking: bytes, count: total, rows: layout.count, layout: payloadLayout,
+        return try writeLeafPayload(bytes, count: total, rows: layout.count, layout: payloadLayout,
                                     reduction: reduction, lastKey: view(last.keyStart, last.keyLength),
                                     owned: leafScratch == nil)
     }
@@ -198,7 +200,7 @@ package struct NodeWriter {
     /// allocation for it, owned from here on), the node cache takes the payload if `layout` is given, else it is
     /// freed; otherwise it is ``leafScratch``'s, and `layout` must be nil.
     private mutating func writeLeafPayload(
-        taking bytes: UnsafeMutableRawPointer, count: Int, rows: Int, layout: [Node.Layout]?, reduction: [UInt8],
+        _ bytes: UnsafeMutableRawPointer, count: Int, rows: Int, layout: [Node.Layout]?, reduction: [UInt8],
         lastKey: UnsafeRawBufferPointer, owned: Bool = true
     ) throws -> ChildEntry {
         let offset: UInt64, length: Int

@@ -110,7 +110,7 @@ package final class TreeAppender {
     }
 
     /// Appends a row whose value `write` stores in place, into the open leaf: exactly `valueCount` bytes, all of
-    /// which it must write (a record encoded straight into the leaf, not into an array first). Otherwise as
+    /// which it must write (a value encoded straight into the leaf, not into an array first). Otherwise as
     /// ``append(key:value:)-(UnsafeRawBufferPointer,UnsafeRawBufferPointer)``.
     package func append(key: UnsafeRawBufferPointer, valueCount: Int,
                         writingValue write: (UnsafeMutableRawBufferPointer) -> Void) throws {

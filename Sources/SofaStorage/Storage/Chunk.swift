@@ -199,10 +199,10 @@ package final class Compressor {
     }
 }
 
-/// A growable buffer one thread reuses for the payloads it decompresses
-/// (``StorageFile/unsafeChunkBytes(at:ifKind:limit:mapping:scratch:)``) instead of a fresh allocation per
-/// chunk: a view update's thousands of one-shot leaf reads cost no `malloc`/`free` each. Not thread-safe: one
-/// per thread.
+/// A growable buffer reused instead of a fresh allocation per use: for the payloads a thread decompresses
+/// (``StorageFile/unsafeChunkBytes(at:ifKind:limit:mapping:scratch:)``; a view update's thousands of one-shot leaf
+/// reads cost no `malloc`/`free` each), and for the leaves a tree appender writes (``NodeWriter``). Not
+/// thread-safe: one owner at a time.
 final class ScratchBuffer {
     private var memory: UnsafeMutableRawPointer?
     private var capacity = 0
