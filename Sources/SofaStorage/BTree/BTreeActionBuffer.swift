@@ -33,35 +33,14 @@ package struct BTreeActionBuffer: Sendable {
     /// Collects a put of `value` under `key`.
     package mutating func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
         items.append(Item(keyStart: bytes.count, keyCount: key.count, valueCount: value.count))
-        append(key)
-        append(value)
-    }
-
-    /// Collects a put under `key` of the value `write` appends to the array it is given — the buffer itself, so
-    /// that a value encoded for the put is written once, not into an array of its own and then copied. `write`
-    /// must only append.
-    package mutating func put(_ key: UnsafeRawBufferPointer, valueWrittenBy write: (inout [UInt8]) -> Void) {
-        let keyStart = bytes.count
-        append(key)
-        let valueStart = bytes.count
-        write(&bytes)
-        precondition(bytes.count >= valueStart, "a value writer removed bytes")
-        items.append(Item(keyStart: keyStart, keyCount: key.count, valueCount: bytes.count - valueStart))
+        bytes.appendBytes(key)
+        bytes.appendBytes(value)
     }
 
     /// Collects the removal of `key`.
     package mutating func remove(_ key: UnsafeRawBufferPointer) {
         items.append(Item(keyStart: bytes.count, keyCount: key.count, valueCount: -1))
-        append(key)
-    }
-
-    /// Appends `source` to `bytes` in one copy: an `UnsafeRawBufferPointer` appended as such went through the
-    /// generic sequence path, ~85 instructions for a 20-byte key (callgrind, D1's flush).
-    @inline(__always)
-    private mutating func append(_ source: UnsafeRawBufferPointer) {
-        // The bytes may be bound to another type (a big-endian `UInt64` key): rebinding for the copy is how a
-        // raw view is read as `UInt8`s without assuming a binding.
-        source.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) }
+        bytes.appendBytes(key)
     }
 
     /// Forgets every change, keeping the buffers' capacity for the next batch.

@@ -140,8 +140,7 @@ import Testing
 
     /// `BTreeActionBuffer.sortedUnique` orders by the keys' first 8 bytes, then whole keys: the same order as
     /// `memcmp` on keys shorter than 8 bytes, sharing long prefixes, or prefixes of one another, and of several
-    /// actions for one key the last wins. Puts go in both ways, value bytes given or written by a closure
-    /// (`put(_:valueWrittenBy:)`, a document flush's records), with the same result.
+    /// actions for one key the last wins.
     @Test func sortedUniqueMatchesAByteOrderSort() {
         var rng = SeededRandom(seed: 5)
         var actions: [BTreeAction] = []
@@ -161,12 +160,10 @@ import Testing
             if expected.last?.key == actions[i].key { expected[expected.count - 1] = actions[i] } else { expected.append(actions[i]) }
         }
         var buffer = BTreeActionBuffer()
-        for (i, action) in actions.enumerated() {
+        for action in actions {
             action.key.withUnsafeBytes { key in
-                if let value = action.value, i % 2 == 0 {
+                if let value = action.value {
                     value.withUnsafeBytes { buffer.put(key, $0) }
-                } else if let value = action.value {
-                    buffer.put(key, valueWrittenBy: { $0.append(contentsOf: value) })
                 } else {
                     buffer.remove(key)
                 }
