@@ -323,7 +323,7 @@ import Testing
     /// The lean read (fast path, then the general decoder) and the general decoder of `bytes` agree: both throw,
     /// or both read the same tree, the lean one without inline bodies but with the winner's body's place.
     static func expectLeanReadAgrees(_ bytes: [UInt8], context: String) throws {
-        try bytes.withUnsafeBytes { raw in
+        bytes.withUnsafeBytes { raw in
             let full = try? DocumentRecord(decoding: raw, path: "test")
             var range: Range<Int>?
             let lean = try? DocumentRecord(decoding: raw, path: "test", bodyOf: nil, at: &range)

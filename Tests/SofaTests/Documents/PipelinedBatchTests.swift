@@ -135,7 +135,7 @@ import Testing
             try bulk(WriteBatch.pipelineChunk)  // below the ID before: the commit's flush modifies the trees
         }
         #expect(db.documents.cacheFill == nil)
-        try expectSound(db)
+        expectSound(db)
     }
 
     /// A bulk load of new IDs in order appends its chunks to the trees' open edges (``TreeAppender``), written
