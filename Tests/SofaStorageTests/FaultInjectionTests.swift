@@ -15,7 +15,8 @@ import Testing
         do {
             let file = try StorageFile(path: path, options: StorageOptions(durability: .full), system: calls)
             defer { try? file.close() }
-            var tree = BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+            var tree = BTree(file: file, commit: file.latestCommit, index: 0,
+                             configuration: CrashWorkload.configuration)
             for k in 1...commits {
                 tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
                 try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
@@ -49,7 +50,8 @@ import Testing
             let acked = Self.runWorkload(path, calls: calls, commits: commits)
             let file = try StorageFile(path: path, options: StorageOptions(readOnly: true))
             let recovered = Int(file.latestCommit.commitNumber) - 1
-            #expect(recovered >= acked && recovered <= acked + 1, "crash point \(n): acked \(acked), recovered \(recovered)")
+            #expect(recovered >= acked && recovered <= acked + 1,
+                    "crash point \(n): acked \(acked), recovered \(recovered)")
             try RecoveryTests.expectCommit(path, seed: Self.seed, expected: recovered, "crash point \(n)")
             points += 1
             if calls.failuresInjected == 0 { break }  // the workload finished before the crash point
@@ -84,7 +86,8 @@ import Testing
         let path = dir.file("tree")
         let calls = FaultInjectingSystemCalls()
         let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration,
+                         limit: StorageFile.unlimited)
         tree = try tree.modified(by: [.put([1], int64Value(1))])
         try file.commit(roots: [tree.root], metadata: [])
         calls.arm(.init(call: .fdatasync, nth: 1))
@@ -99,7 +102,8 @@ import Testing
         } throws: { ($0 as? SofaError)?.code == .writesRefused }
         try file.close()
         let reopened = try StorageFile(path: path)
-        let t = BTree(file: reopened, commit: reopened.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+        let t = BTree(file: reopened, commit: reopened.latestCommit, index: 0,
+                      configuration: CrashWorkload.configuration)
         #expect(try t.get([1]) == int64Value(1))
         _ = try t.modified(by: [.put([4], int64Value(4))])
     }

@@ -22,9 +22,12 @@ final class FormatDocumentTests: XCTestCase {
         XCTAssertTrue(text.contains("come \(FileFormat.trailerSize) bytes"))
         XCTAssertTrue(text.contains("`storedLength` ≤ 2^30") && FileFormat.maximumChunkSize == 1 << 30)
         XCTAssertTrue(text.contains("format version, `\(FileFormat.version)`"))
-        XCTAssertTrue(text.contains("is at most \(StorageFile.oneSyncLimit >> 10) KiB, in a version 2 file, is a **one-sync commit**"))
-        XCTAssertTrue(text.contains("at least \(StorageFile.minimumZeroTail >> 10) KiB and at most \(StorageFile.preallocationStep >> 10) KiB (the **preallocation step**)"))
-        XCTAssertTrue(text.contains("(in blocks of \(Recovery.zeroTailBlock >> 10) KiB, at most \((StorageFile.preallocationStep + Recovery.zeroTailBlock) >> 10) KiB"))
+        XCTAssertTrue(text.contains(
+            "is at most \(StorageFile.oneSyncLimit >> 10) KiB, in a version 2 file, is a **one-sync commit**"))
+        XCTAssertTrue(text.contains("at least \(StorageFile.minimumZeroTail >> 10) KiB and at most " +
+                                    "\(StorageFile.preallocationStep >> 10) KiB (the **preallocation step**)"))
+        XCTAssertTrue(text.contains("(in blocks of \(Recovery.zeroTailBlock >> 10) KiB, at most " +
+                                    "\((StorageFile.preallocationStep + Recovery.zeroTailBlock) >> 10) KiB"))
         for kind in ChunkKind.allCases {
             XCTAssertTrue(text.contains("\(kind.rawValue) \(FormatDocumentTests.documentedName(kind))"), "\(kind)")
         }
@@ -70,6 +73,8 @@ final class FormatDocumentTests: XCTestCase {
         XCTAssertEqual(u64(trailer), 40)
         XCTAssertEqual(Array(bytes[(trailer + 8)..<(trailer + 12)]), Array("SFCT".utf8))
         XCTAssertEqual(u32(trailer + 12),
-                       bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[trailer..<(trailer + 12)])) })
+                       bytes.withUnsafeBytes {
+                           CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[trailer..<(trailer + 12)]))
+                       })
     }
 }

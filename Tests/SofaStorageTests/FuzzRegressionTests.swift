@@ -10,7 +10,8 @@ import Testing
     /// A small committed tree with inner nodes, and its file.
     static func treeFile(_ dir: TemporaryDirectory) throws -> (file: StorageFile, commit: CommitHeader) {
         let file = try StorageFile(path: dir.file("f"), options: StorageOptions(durability: .none))
-        let tree = try BTree(file: file, root: nil, configuration: BTreeConfiguration(nodeSize: 128), limit: StorageFile.unlimited)
+        let tree = try BTree(file: file, root: nil, configuration: BTreeConfiguration(nodeSize: 128),
+                             limit: StorageFile.unlimited)
             .modified(by: (0..<50).map { .put(numericKey($0), int64Value(Int64($0))) })
         return (file, try file.commit(roots: [tree.root], metadata: []))
     }

@@ -10,7 +10,8 @@ import Testing
 
     /// The same random batches applied to two files, one batch modify on one thread, the other with leaves
     /// prepared on every core: after every commit both hold the model's rows and, uncompressed, the files are
-    /// byte for byte the same. Batches are large enough to span several preparation windows, and some empty whole leaves.
+    /// byte for byte the same. Batches are large enough to span several preparation windows, and some empty
+    /// whole leaves.
     @Test(arguments: [(nodeSize: 256, compress: true), (nodeSize: 1024, compress: false)])
     func parallelLeavesWriteTheSameFile(nodeSize: Int, compress: Bool) throws {
         for seed in SeededGenerator.seeds(fixed: [3]) {

@@ -153,8 +153,10 @@ import Testing
         #expect(headerOffset - dataStart > 2 * sector, "the commit's data spans several sectors")
         let complete = simulator.crashImage(of: path, sector: sector) { _ in true }
         // Every data sector lost but the one the header starts in; then each sector of the commit lost alone.
-        var images = [("data lost, header kept", simulator.crashImage(of: path, sector: sector) { $0 + sector > headerOffset })]
-        #expect(Array(images[0].1[headerOffset..<end]) == Array(complete[headerOffset..<end]), "header and trailer kept")
+        var images = [("data lost, header kept",
+                       simulator.crashImage(of: path, sector: sector) { $0 + sector > headerOffset })]
+        #expect(Array(images[0].1[headerOffset..<end]) == Array(complete[headerOffset..<end]),
+                "header and trailer kept")
         for lost in stride(from: dataStart / sector * sector, to: end, by: sector) {
             images.append(("sector \(lost) lost", simulator.crashImage(of: path, sector: sector) { $0 != lost }))
         }

@@ -18,11 +18,13 @@ import Testing
     static func build(seed: UInt64, commits: Int) throws -> Built {
         var built = Built(seed: seed)
         let file = try StorageFile(path: built.path, options: StorageOptions(durability: .none))
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration,
+                         limit: StorageFile.unlimited)
         built.ends.append(file.latestCommit.endOffset)
         for k in 1...commits {
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
-            built.ends.append(try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k)).endOffset)
+            built.ends.append(try file.commit(roots: [tree.root],
+                                              metadata: CrashWorkload.metadata(commit: k)).endOffset)
         }
         try file.close()
         return built
@@ -182,10 +184,12 @@ import Testing
 
     /// A file written by `commits` durable workload commits, as small durable commits leave it: ending in a
     /// zero tail (FORMAT.md §2, §11). Returns its path and the newest commit's end offset.
-    static func buildWithZeroTail(_ dir: TemporaryDirectory, seed: UInt64, commits: Int) throws -> (path: String, end: Int) {
+    static func buildWithZeroTail(_ dir: TemporaryDirectory, seed: UInt64,
+                                  commits: Int) throws -> (path: String, end: Int) {
         let path = dir.file("tree")
         let file = try StorageFile(path: path)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration,
+                         limit: StorageFile.unlimited)
         for k in 1...commits {
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
             try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))
@@ -213,7 +217,8 @@ import Testing
 
         let file = try StorageFile(path: path)
         #expect(readFile(path).count == bytes.count, "a writable open cut a clean zero tail")
-        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0,
+                             configuration: CrashWorkload.configuration)
             .modified(by: CrashWorkload.batch(seed: 17, commit: 7))
         let next = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 7))
         #expect(next.dataCheck?.start == UInt64(end))
@@ -242,7 +247,8 @@ import Testing
 
         let file = try StorageFile(path: path)
         #expect(readFile(path).count == end + tail, "a writable open took the full-size zero tail for torn")
-        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0,
+                             configuration: CrashWorkload.configuration)
             .modified(by: CrashWorkload.batch(seed: 31, commit: 5))
         let next = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 5))
         #expect(next.dataCheck?.start == UInt64(end))
@@ -270,7 +276,8 @@ import Testing
 
         let file = try StorageFile(path: path)
         #expect(readFile(path).count == end, "a writable open kept a zero run longer than a zero tail")
-        let tree = try BTree(file: file, commit: file.latestCommit, index: 0, configuration: CrashWorkload.configuration)
+        let tree = try BTree(file: file, commit: file.latestCommit, index: 0,
+                             configuration: CrashWorkload.configuration)
             .modified(by: CrashWorkload.batch(seed: 37, commit: 5))
         try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: 5))
         try file.close()
@@ -327,7 +334,8 @@ import Testing
         let calls = FaultInjectingSystemCalls()
         let file = try StorageFile(path: path, options: StorageOptions(), system: calls)
         #expect(file.formatVersion == 1)
-        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration, limit: StorageFile.unlimited)
+        var tree = BTree(file: file, root: nil, configuration: CrashWorkload.configuration,
+                         limit: StorageFile.unlimited)
         for k in 1...3 {
             tree = try tree.modified(by: CrashWorkload.batch(seed: 23, commit: k))
             let header = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))

@@ -12,10 +12,13 @@ import Testing
             let file = try StorageFile(path: path)
             #expect(file.latestCommit.commitNumber == 1)
             #expect(file.latestCommit.roots.isEmpty)
-            let a = try [UInt8]("hello".utf8).withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }
+            let a = try [UInt8]("hello".utf8).withUnsafeBytes {
+                try file.append(kind: .value, payload: $0, compress: false)
+            }
             let header = try file.commit(roots: [], metadata: [1, 2, 3])
             #expect(header.commitNumber == 2)
-            #expect(try file.readChunk(at: a.offset, kind: .value, limit: header.endOffset).bytes == Array("hello".utf8))
+            #expect(try file.readChunk(at: a.offset, kind: .value, limit: header.endOffset).bytes
+                    == Array("hello".utf8))
             try file.close()
         }
         let again = try StorageFile(path: path)
@@ -49,8 +52,9 @@ import Testing
             let file = try StorageFile(path: path)
             for i in 0..<(StorageFile.oneSyncLimit / 4000 + 10) {
                 let bytes = [UInt8](repeating: UInt8(i & 0xff), count: 4000)
-                chunks.append((try bytes.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }.offset,
-                               bytes))
+                chunks.append((try bytes.withUnsafeBytes {
+                    try file.append(kind: .value, payload: $0, compress: false)
+                }.offset, bytes))
             }
             try file.flushAppendedStartingWriteback()
             #expect(file.writtenLength > file.latestCommit.endOffset + UInt64(StorageFile.oneSyncLimit))

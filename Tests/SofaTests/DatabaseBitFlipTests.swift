@@ -11,8 +11,8 @@ import Testing
 /// kinds of view index (map/reduce and declarative). Each flipped copy is opened read-only and read whole —
 /// every document with its body and conflicts, every view row and reduction — and verified. A flip must be
 /// detected (a typed error naming the file, or a verify problem), or fall in bytes no reader uses (everything
-/// reads exactly as before), or — in the newest commit's header or trailer — make that file open at the commit before, consistent
-/// and verified (R4: indistinguishable from a torn last commit).
+/// reads exactly as before), or — in the newest commit's header or trailer — make that file open at the commit
+/// before, consistent and verified (R4: indistinguishable from a torn last commit).
 /// Never a trap, never a wrong value.
 ///
 /// `SOFA_FLIPS=N` sets the flips per file (default 100).
@@ -24,7 +24,8 @@ import Testing
         for (id, _) in documents {
             if let doc = try db.document(id: id) {
                 for rev in doc.conflictingRevisions {
-                    out.append("\(id) conflict \(rev) \(try db.document(id: id, rev: rev)?.userProperties.description ?? "?")")
+                    out.append(
+                        "\(id) conflict \(rev) \(try db.document(id: id, rev: rev)?.userProperties.description ?? "?")")
                 }
             }
         }
@@ -103,7 +104,8 @@ import Testing
                     commits = try Self.commitNumbers(flipped)
                 } catch let error as SofaError {
                     #expect([.corruption, .unsupportedFormat].contains(error.code), "\(context): \(error)")
-                    #expect(error.path?.hasSuffix(name) == true, "\(context): the error names \(error.path ?? "no file")")
+                    #expect(error.path?.hasSuffix(name) == true,
+                            "\(context): the error names \(error.path ?? "no file")")
                     if error.offset != nil { withOffset += 1 }
                     detected += 1
                     continue
@@ -118,8 +120,10 @@ import Testing
                     wrong += 1
                     let differences = Array(seen.filter { !baseline.contains($0) }.prefix(5))
                     let missing = Array(baseline.filter { !seen.contains($0) }.prefix(5))
-                    let counts = "\(seen.count) lines, \(baseline.count) before; commits \(commits) vs \(baselineCommits)"
-                    Issue.record("\(context): read without an error but differs: \(differences), missing \(missing) (\(counts))")
+                    let counts =
+                        "\(seen.count) lines, \(baseline.count) before; commits \(commits) vs \(baselineCommits)"
+                    Issue.record(
+                        "\(context): read without an error but differs: \(differences), missing \(missing) (\(counts))")
                 }
             }
         }

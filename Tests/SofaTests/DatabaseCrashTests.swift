@@ -107,13 +107,17 @@ import SofaTestSupport
                 if view.name == DatabaseCrashWorkload.mapViewName {
                     let total = expected.reduce(0) { $0 + ($1.value?.doubleValue ?? 0) }
                     let got = try reduced.run().first?.value
-                    if got != .number(total) { problems.append("view \(view.name): sum \(String(describing: got)), expected \(total)") }
+                    if got != .number(total) {
+                        problems.append("view \(view.name): sum \(String(describing: got)), expected \(total)")
+                    }
                 } else {
                     reduced.groupLevel = 1
                     let got = try reduced.run().map { "\($0.key)=\($0.value.map { "\($0)" } ?? "-")" }
                     var counts: [Double: Int] = [:]
                     for row in expected { counts[row.key[0]!.doubleValue!, default: 0] += 1 }
-                    let want = counts.keys.sorted().map { "\(JSON.array([.number($0)]))=\(JSON.number(Double(counts[$0]!)))" }
+                    let want = counts.keys.sorted().map {
+                        "\(JSON.array([.number($0)]))=\(JSON.number(Double(counts[$0]!)))"
+                    }
                     if got != want { problems.append("view \(view.name): counts by tag \(got), expected \(want)") }
                 }
             }
@@ -184,6 +188,7 @@ import SofaTestSupport
         let summary = DatabaseCrashWorkload.Kind.allCases.map { "\($0.rawValue) \(killedIn[$0, default: 0])" }
         print("DatabaseCrashTests seed \(seed): \(kills) kills, \(model.steps) steps recovered; killed inside a " +
               "step of kind: \(summary.joined(separator: ", "))")
-        #expect(killedIn.values.reduce(0, +) > 0, "seed \(seed): no kill landed inside a step; the test did not test much")
+        #expect(killedIn.values.reduce(0, +) > 0,
+                "seed \(seed): no kill landed inside a step; the test did not test much")
     }
 }

@@ -26,7 +26,8 @@ import Testing
     }
 
     /// Runs `command` with bash in the repository root; its exit status and combined output.
-    static func shell(_ command: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    static func shell(_ command: String,
+                      environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = ["-c", command]
@@ -84,7 +85,10 @@ import Testing
         print("FuzzRunTests: \(seconds) s per target; executions: " +
               Self.targets.map { "fuzz-\($0) \(executions[$0].map(String.init) ?? "?")" }.joined(separator: ", "))
         let tail = String(output.suffix(3000))
-        #expect(status == 0, "a fuzz target crashed or did not build; crashers are kept under Tests/Fixtures/fuzz/, logs in .build-fuzz/:\n\(tail)")
+        #expect(status == 0, """
+            a fuzz target crashed or did not build; crashers are kept under Tests/Fixtures/fuzz/, logs in \
+            .build-fuzz/:\n\(tail)
+            """)
         for target in Self.targets {
             #expect((executions[target] ?? 0) > 0, "fuzz-\(target) ran no input")
         }

@@ -155,7 +155,8 @@ import Testing
         var out: [String: Data] = [:]
         for case let name as String in FileManager.default.enumerator(atPath: path)! {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory),
+               !isDirectory.boolValue {
                 out[name] = try Data(contentsOf: URL(fileURLWithPath: path + "/" + name))
             }
         }
@@ -231,7 +232,8 @@ enum GoldenV1 {
         #expect(try db.document(id: id(5)) == nil && tombstone?.isDeleted == true)
         let four = try #require(try db.document(id: id(4)))
         #expect(four["duration"] == 1004 && four["title"] == "Song 4")
-        #expect(four.revisionID.hasPrefix("2-") && four.conflictingRevisions == ["1-" + String(repeating: "a", count: 32)])
+        #expect(four.revisionID.hasPrefix("2-")
+                && four.conflictingRevisions == ["1-" + String(repeating: "a", count: 32)])
         let theirs = try #require(try db.document(id: id(4), rev: "1-" + String(repeating: "a", count: 32)))
         #expect(theirs["title"] == "Theirs 4")
         let fifteen = try #require(try db.document(id: id(15)))

@@ -175,7 +175,8 @@ import Testing
         #expect(table.lines.last?.hasPrefix("skipped views/custom: ") == true, "\(table.lines)")
         #expect(Tool.fileSize(path + "/views/custom") == size)
         let direct = try Tool.run(["compact", path, "--view", "custom"])
-        #expect(direct.status == 1 && direct.error.hasPrefix("sofa: invalidArgument: view \"custom\" stores reductions"))
+        #expect(direct.status == 1
+                && direct.error.hasPrefix("sofa: invalidArgument: view \"custom\" stores reductions"))
     }
 
     @Test func killedViewCompactionLeavesTheIndexIntact() throws {

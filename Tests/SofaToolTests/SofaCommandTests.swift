@@ -59,7 +59,8 @@ import Testing
         let path = dir.path + "/db.sofa"
         var runs: [(verb: String, result: Tool.Result)] = []
         func run(_ arguments: [String], input: String? = nil) throws {
-            runs.append((arguments.prefix(2).joined(separator: " "), try Tool.run(arguments + ["--json"], input: input)))
+            runs.append((arguments.prefix(2).joined(separator: " "),
+                         try Tool.run(arguments + ["--json"], input: input)))
         }
         try run(["load", path, "-"], input: Tool.tracks)
         try run(["view", "create", path, "byArtist", "--key", "artist", "--reduce", "_count"])

@@ -21,7 +21,8 @@ import Testing
     /// `sofa verify` on the database at `path`, which must exit 0 or 1 (a finding), never crash. Calls
     /// `finding` with each exit-1 result; returns how many rounds found something.
     static func verifyAfterRandomFlips(of file: String, pristine: Data, database path: String, rounds: Int,
-                                       seed: UInt64, finding: (_ round: Int, _ result: Tool.Result) -> Void = { _, _ in })
+                                       seed: UInt64,
+                                       finding: (_ round: Int, _ result: Tool.Result) -> Void = { _, _ in })
         throws -> Int {
         var state = seed
         var found = 0

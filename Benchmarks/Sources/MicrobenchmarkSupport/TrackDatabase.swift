@@ -12,7 +12,8 @@ public enum TrackDatabase {
     /// Opens a new database in `directory` with durable commits and puts `tracks` into it, 10,000 per batch.
     public static func loaded(_ tracks: [Track], in directory: ScratchDirectory) -> Database {
         orFail("TrackDatabase: load \(tracks.count) documents") {
-            let database = try Database(path: directory.path + "/tracks.sofa", options: DatabaseOptions(durability: .full))
+            let database = try Database(path: directory.path + "/tracks.sofa",
+                                        options: DatabaseOptions(durability: .full))
             for start in stride(from: 0, to: tracks.count, by: 10_000) {
                 try database.inBatch {
                     for track in tracks[start..<min(tracks.count, start + 10_000)] {

@@ -76,16 +76,19 @@ enum CommitLatency {
         let subject = opened.first { $0.samples.name == EngineRegistry.subject }?.samples
         var out = "## C1: single-row durable commits, \(NumberFormat.grouped(data.rows.count)) rows loaded, "
             + "\(NumberFormat.grouped(changes.count)) commits per engine in \(rounds) interleaved rounds\n\n"
-        out += "| engine | p50 µs | p90 µs | p99 µs | mean µs | commits/s | sofa speed-up (commits/s) | sofa speed-up (p50) |\n"
+        out += "| engine | p50 µs | p90 µs | p99 µs | mean µs | commits/s | sofa speed-up (commits/s) "
+            + "| sofa speed-up (p50) |\n"
         out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for (_, s) in opened {
             let perSecond = 1e6 / s.mean
             let throughputRatio = subject.map { (1e6 / $0.mean) / perSecond }
             let latencyRatio = subject.map { s.percentile(0.5) / $0.percentile(0.5) }
-            out += "| \(s.name) | \(NumberFormat.figure(s.percentile(0.5))) | \(NumberFormat.figure(s.percentile(0.9))) | "
+            out += "| \(s.name) | \(NumberFormat.figure(s.percentile(0.5))) | "
+                + "\(NumberFormat.figure(s.percentile(0.9))) | "
                 + "\(NumberFormat.figure(s.percentile(0.99))) | \(NumberFormat.figure(s.mean)) | "
                 + "\(NumberFormat.grouped(Int(perSecond.rounded()))) | "
-                + "\(throughputRatio.map(NumberFormat.ratio) ?? "—") | \(latencyRatio.map(NumberFormat.ratio) ?? "—") |\n"
+                + "\(throughputRatio.map(NumberFormat.ratio) ?? "—") | "
+                + "\(latencyRatio.map(NumberFormat.ratio) ?? "—") |\n"
         }
         out += "\nsum of values after the commits: \(sums.values.first ?? 0) (all engines agree). "
             + "1-minute load average at start / end of the commits: \(loadBefore) / \(loadAfter).\n"

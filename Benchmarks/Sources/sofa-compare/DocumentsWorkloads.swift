@@ -146,7 +146,8 @@ struct DocumentsWorkloads {
                 idBytes += utf8.count
                 if ordered {
                     let common = min(previous.count, utf8.count)
-                    let c = common == 0 ? 0 : previous.withUnsafeBytes { memcmp($0.baseAddress!, utf8.baseAddress!, common) }
+                    let c = common == 0
+                        ? 0 : previous.withUnsafeBytes { memcmp($0.baseAddress!, utf8.baseAddress!, common) }
                     ordered = c < 0 || (c == 0 && previous.count < utf8.count)
                 }
                 previous.removeAll(keepingCapacity: true)

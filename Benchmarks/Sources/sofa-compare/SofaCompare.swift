@@ -50,10 +50,14 @@ struct SofaCompare: ParsableCommand {
     @Flag(help: "Print CSV rows (workload,engine,n,metric,value,unit) instead of the Markdown table.")
     var csv = false
 
-    @Flag(inversion: .prefixedNo, help: "Attempt W7 with the engine's files evicted from the page cache (engines suite).")
+    @Flag(inversion: .prefixedNo,
+          help: "Attempt W7 with the engine's files evicted from the page cache (engines suite).")
     var cold = true
 
-    @Option(help: "C1 (--workloads C1, run alone): single-row durable commits per engine and round (5 interleaved rounds, or --repeat R when R > 1).")
+    @Option(help: """
+        C1 (--workloads C1, run alone): single-row durable commits per engine and round (5 interleaved rounds, or \
+        --repeat R when R > 1).
+        """)
     var commits = 2_000
 
     @Option(help: .hidden)
@@ -68,7 +72,8 @@ struct SofaCompare: ParsableCommand {
         // C1 (single-row durable commits) belongs to the engines suite and runs alone.
         let known = suiteWorkloads + (suite == "engines" ? ["C1"] : [])
         for workload in selectedWorkloads where !known.contains(workload) {
-            throw ValidationError("unknown workload \(workload) in suite \(suite); known: \(known.joined(separator: ", "))")
+            throw ValidationError(
+                "unknown workload \(workload) in suite \(suite); known: \(known.joined(separator: ", "))")
         }
         if selectedWorkloads.contains("C1") && selectedWorkloads.count > 1 {
             throw ValidationError("C1 runs alone: --workloads C1")

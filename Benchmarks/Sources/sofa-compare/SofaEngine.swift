@@ -10,7 +10,8 @@ import SofaStorage
 final class SofaEngine: Engine {
     static let name = "sofa"
     static var configuration: String {
-        "SofaStorage B+tree, \(nodeSize) B nodes, LZ4 \(compress ? "on" : "off"), \(cacheBytes >> 20) MiB node cache, " +
+        "SofaStorage B+tree, \(nodeSize) B nodes, LZ4 \(compress ? "on" : "off"), " +
+            "\(cacheBytes >> 20) MiB node cache, " +
             "durability full" + (formatVersion.map { ", format version \($0)" } ?? "")
     }
 
@@ -94,7 +95,9 @@ final class SofaEngine: Engine {
 struct DurationSumReducer: Reducer {
     func reduce(_ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)]) -> [UInt8] {
         var sum: Int64 = 0
-        for e in entries where e.value.count == 4 { sum &+= Int64(UInt32(littleEndian: e.value.loadUnaligned(as: UInt32.self))) }
+        for e in entries where e.value.count == 4 {
+            sum &+= Int64(UInt32(littleEndian: e.value.loadUnaligned(as: UInt32.self)))
+        }
         return Int64SumReducer.encode(sum)
     }
 

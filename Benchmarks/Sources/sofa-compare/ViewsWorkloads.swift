@@ -47,7 +47,8 @@ enum ViewsSuite {
             engineRuns.enumerated().map { run, records in
                 records.map { record in
                     guard case .check(let check) = record, check.expected == sameAsReference else { return record }
-                    let expected = answers[min(run, answers.count - 1)][check.workload] ?? "(no \(referenceEngine) answer)"
+                    let expected = answers[min(run, answers.count - 1)][check.workload]
+                        ?? "(no \(referenceEngine) answer)"
                     return .check(Check(workload: check.workload, got: check.got, expected: expected))
                 }
             }
@@ -220,7 +221,9 @@ struct ViewsRunner {
             try group(engine, level: 1)
             try group(engine, level: 2)
         }
-        if selected.contains("V6") { try update(engine, changes: changes, firstQuery: starts[0][0], expected: expected) }
+        if selected.contains("V6") {
+            try update(engine, changes: changes, firstQuery: starts[0][0], expected: expected)
+        }
         try engine.close()
 
         record("RSS", "documents stored", baseline, "MiB")
@@ -392,7 +395,9 @@ struct ViewRowHash {
 func removeTree(_ path: String) {
     if let dir = opendir(path) {
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             guard name != "." && name != ".." else { continue }
             removeTree(path + "/" + name)
         }

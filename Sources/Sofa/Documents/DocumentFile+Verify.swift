@@ -12,7 +12,9 @@ extension DocumentFile {
     /// and the checks above run on the trees as the pending changes amend them.
     func verify(_ snapshot: DocumentSnapshot) -> [SofaError] {
         var problems: [SofaError] = []
-        if let problem = snapshot.storage.dataCheckProblem(of: snapshot.storage.latestCommit) { problems.append(problem) }
+        if let problem = snapshot.storage.dataCheckProblem(of: snapshot.storage.latestCommit) {
+            problems.append(problem)
+        }
         problems += snapshot.byID.verify().problems
         problems += snapshot.bySequence.verify().problems
         func problem(_ message: String) { problems.append(SofaError(.corruption, message, path: path)) }

@@ -48,7 +48,9 @@ extension Query {
                 }
             }
             let key = try value.withUnsafeBytes { try RowValue.groupKey($0, items: groupLevel) }
-            return try reduction.value.withUnsafeBytes { try output(key: key, rowCount: reduction.rowCount, reduction: $0) }
+            return try reduction.value.withUnsafeBytes {
+                try output(key: key, rowCount: reduction.rowCount, reduction: $0)
+            }
         }
         func lowEdge() throws -> Bool { collector.offer(try edge(low, firstValue: firstValue)) }
         func highEdge() throws -> Bool { collector.offer(try edge(high, firstValue: nil)) }
@@ -57,8 +59,9 @@ extension Query {
             return
         }
         func middle() throws -> Bool {
-            let between = KeyRange(lower: KeyBound(GroupAggregate.treeKey(level: level, prefix: low), inclusive: false),
-                                   upper: KeyBound(GroupAggregate.treeKey(level: level, prefix: high), inclusive: false))
+            let between = KeyRange(
+                lower: KeyBound(GroupAggregate.treeKey(level: level, prefix: low), inclusive: false),
+                upper: KeyBound(GroupAggregate.treeKey(level: level, prefix: high), inclusive: false))
             let count = Int(clamping: try snapshot.groups.count(in: between))
             // Without a filter every group is an output row: skipped ones are passed by their subtree counts.
             var treeSkip = 0
@@ -72,7 +75,8 @@ extension Query {
             try snapshot.groups.forEach(in: between, descending: descending, skip: UInt64(treeSkip)) { _, value in
                 let aggregate = try GroupAggregate(value)
                 let key = try PackedJSON.decode(aggregate.packedKey) ?? .null
-                more = collector.offer(try output(key: key, rowCount: aggregate.rowCount, reduction: aggregate.reduction))
+                more = collector.offer(try output(key: key, rowCount: aggregate.rowCount,
+                                                  reduction: aggregate.reduction))
                 return more
             }
             return more

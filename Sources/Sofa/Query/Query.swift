@@ -60,8 +60,8 @@ public struct Query: Sendable {
     public var keys: [JSON]?
     /// When non-zero, the end key (the start key when ``descending``) matches as a prefix: with 1, an
     /// end key `"foo"` also matches `"foolish"` but not `"fong"`, and `[1]` matches `[1, "x"]`; with 2 the
-    /// last item of an array end key is the prefix (`[1, "x"]` matches `[1, "xtc"]`), and so on. (For document IDs every level
-    /// above 0 means the same; ``AllDocsMode/bySequence`` keys are numbers and ignore it.)
+    /// last item of an array end key is the prefix (`[1, "x"]` matches `[1, "xtc"]`), and so on. (For document
+    /// IDs every level above 0 means the same; ``AllDocsMode/bySequence`` keys are numbers and ignore it.)
     public var prefixMatchLevel = 0
     /// Which documents an all-documents query returns; ignored by other queries.
     public var allDocsMode: AllDocsMode = .allDocs

@@ -116,7 +116,9 @@ package enum DatabaseCrashWorkload {
                 $0.map { !$0.deleted && $0.generation >= 2 && $0.conflictRevision == nil } ?? false
             }
             func revision() -> String {
-                let hex = { (v: UInt64) in String(repeating: "0", count: 16 - String(v, radix: 16).count) + String(v, radix: 16) }
+                let hex = { (v: UInt64) in
+                    String(repeating: "0", count: 16 - String(v, radix: 16).count) + String(v, radix: 16)
+                }
                 return "1-" + hex(random.next()) + hex(random.next())
             }
             let roll = next(16)

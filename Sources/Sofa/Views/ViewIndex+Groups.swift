@@ -194,7 +194,9 @@ extension ViewIndex {
                     return true
                 }
             } else {
-                try ViewIndex.foldGroups(rows: rows, level: level) { key, value in try builder.add(key: key, value: value) }
+                try ViewIndex.foldGroups(rows: rows, level: level) { key, value in
+                    try builder.add(key: key, value: value)
+                }
             }
         }
         return try builder.finish()
@@ -248,7 +250,8 @@ extension ViewIndex {
             listed += stored
         }
         if snapshot.groups.rowCount > listed {
-            problems.append("the groups tree holds \(snapshot.groups.rowCount - listed) entries of levels the header does not list")
+            problems.append(
+                "the groups tree holds \(snapshot.groups.rowCount - listed) entries of levels the header does not list")
         } else if snapshot.groups.rowCount < listed {
             problems.append("the groups tree's root counts \(snapshot.groups.rowCount) entries, its levels \(listed)")
         }

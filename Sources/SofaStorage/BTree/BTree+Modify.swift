@@ -273,7 +273,8 @@ extension BTree {
     fileprivate static func mergeLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ actions: ActionBytes,
         _ range: Range<Int>, nodeSize: Int, scratch: inout MergeScratch,
-        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)], _ payloadSize: Int) throws -> Void
+        _ body: (_ run: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
+                 _ payloadSize: Int) throws -> Void
     ) throws {
         scratch.merged.removeAll(keepingCapacity: true)
         scratch.sizes.removeAll(keepingCapacity: true)
@@ -607,7 +608,8 @@ private final class ActionBytes: @unchecked Sendable {
     func value(_ i: Int) -> UnsafeRawBufferPointer? {
         precondition(i >= 0 && i < count)
         let item = items[i]
-        return item.valueCount < 0 ? nil : UnsafeRawBufferPointer(start: storage + item.valueStart, count: item.valueCount)
+        return item.valueCount < 0
+            ? nil : UnsafeRawBufferPointer(start: storage + item.valueStart, count: item.valueCount)
     }
 }
 

@@ -10,8 +10,9 @@
 /// so child i holds exactly the keys in (key[i-1], key[i]] (the last child's key is the subtree's maximum).
 ///
 /// Decoding validates every length against the payload once and records where each field is, so the
-/// accessors below read without further checks (and damaged bytes can never make them read out of bounds). Invariant: each node is reachable from exactly one parent
-/// in a commit (copy-on-write never shares a node between two places of one tree).
+/// accessors below read without further checks (and damaged bytes can never make them read out of bounds).
+/// Invariant: each node is reachable from exactly one parent in a commit (copy-on-write never shares a node
+/// between two places of one tree).
 package final class Node: @unchecked Sendable {
     package let payload: ChunkPayload
     package let isLeaf: Bool

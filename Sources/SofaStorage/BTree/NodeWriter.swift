@@ -227,8 +227,9 @@ package struct NodeWriter {
     /// Encodes, reduces and frames one leaf holding `entries` (ascending, at least one) for ``write(prepared:from:)``:
     /// the half of ``writeLeaf(_:)`` that does not touch the file, so a batch modify runs it for many leaves on
     /// other threads (each with its own `compressor`, nil when the tree does not compress, and its own
-    /// `scratch` buffer for the payload; `payloadSize` as in ``writeLeaf(_:payloadSize:)``). The framed bytes, appended to `buffer` (one buffer for several
-    /// leaves: one allocation, not one per leaf), are those ``writeLeaf(_:)`` appends.
+    /// `scratch` buffer for the payload; `payloadSize` as in ``writeLeaf(_:payloadSize:)``). The framed bytes,
+    /// appended to `buffer` (one buffer for several leaves: one allocation, not one per leaf), are those
+    /// ``writeLeaf(_:)`` appends.
     package static func prepareLeaf(
         _ entries: [(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)],
         payloadSize: Int? = nil, configuration: BTreeConfiguration, compressor: Compressor?, scratch: inout [UInt8],

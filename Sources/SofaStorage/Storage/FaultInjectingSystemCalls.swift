@@ -110,12 +110,14 @@ package final class FaultInjectingSystemCalls: SystemCalls {
         if let injected { throw injected }
     }
 
-    package func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
+    package func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer,
+                       at offset: Int64) throws(SystemCallFailure) -> Int {
         try check(.pread)
         return try base.pread(fd, buffer, at: offset)
     }
 
-    package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
+    package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer,
+                        at offset: Int64) throws(SystemCallFailure) -> Int {
         if let fault = fired(.pwrite) {
             let part = min(fault.shortWrite, buffer.count)
             if part > 0 { try base.pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<part]), at: offset) }

@@ -207,7 +207,9 @@ public final class StorageFile: @unchecked Sendable {
                 throw SofaError(.notFound, "no such file; create it by opening without readOnly", path: path)
             }
             try StorageFile.create(path: path, kind: options.fileKind, version: options.formatVersion, system: system)
-            do { fd = try system.open(path, flags: flags, mode: 0o644) } catch { throw StorageFile.error(error, path: path) }
+            do {
+                fd = try system.open(path, flags: flags, mode: 0o644)
+            } catch { throw StorageFile.error(error, path: path) }
         }
         var opened = false
         defer {
@@ -221,7 +223,8 @@ public final class StorageFile: @unchecked Sendable {
                 try system.lockExclusive(fd)
             } catch {
                 if error.errno == EWOULDBLOCK {
-                    throw SofaError(.locked, "another writer has this file open; open it readOnly or close the other writer",
+                    throw SofaError(.locked,
+                                    "another writer has this file open; open it readOnly or close the other writer",
                                     path: path)
                 }
                 throw StorageFile.error(error, path: path)
@@ -241,8 +244,8 @@ public final class StorageFile: @unchecked Sendable {
         let found = try Recovery(mapping: mapping, fileSize: UInt64(size), path: path, fd: fd, system: system)
             .newestCommit()
         if options.fileKind != 0 && found.fileKind != options.fileKind {
-            throw SofaError(.unsupportedFormat, "file kind \(found.fileKind) where kind \(options.fileKind) was expected",
-                            path: path)
+            throw SofaError(.unsupportedFormat,
+                            "file kind \(found.fileKind) where kind \(options.fileKind) was expected", path: path)
         }
         let end = found.header.endOffset
         var allocated = UInt64(size)
@@ -466,8 +469,11 @@ public final class StorageFile: @unchecked Sendable {
                              "after its header", path: path, offset: Int(clamping: commit.offset))
         }
         let mapping: Mapping
-        do { mapping = try self.mapping(covering: commit.offset) } catch { return error as? SofaError ?? SofaError(.ioError, "\(error)", path: path) }
-        let data = UnsafeRawBufferPointer(start: mapping.base + Int(check.start), count: Int(commit.offset - check.start))
+        do {
+            mapping = try self.mapping(covering: commit.offset)
+        } catch { return error as? SofaError ?? SofaError(.ioError, "\(error)", path: path) }
+        let data = UnsafeRawBufferPointer(start: mapping.base + Int(check.start),
+                                          count: Int(commit.offset - check.start))
         let crc = CRC32C.checksum(data)
         if crc == check.crc { return nil }
         return SofaError(.corruption, "commit \(commit.commitNumber)'s data check fails: CRC32C of bytes " +
@@ -527,7 +533,8 @@ public final class StorageFile: @unchecked Sendable {
     ///   - payload: the bytes.
     ///   - compress: store LZ4-compressed when that saves space.
     /// - Returns: the chunk's offset and its length in the file (prefix included).
-    public func append(kind: ChunkKind, payload: UnsafeRawBufferPointer, compress: Bool) throws -> (offset: UInt64, length: Int) {
+    public func append(kind: ChunkKind, payload: UnsafeRawBufferPointer,
+                       compress: Bool) throws -> (offset: UInt64, length: Int) {
         try checkWritable()
         let offset = queuedEnd + UInt64(pending.count)
         let length = Chunk.append(kind: kind, payload: payload, compressor: compress ? compressor : nil,

@@ -64,7 +64,8 @@ extension SystemCalls {
     }
 
     /// Reads exactly `buffer.count` bytes at `offset`; a short file is `EIO`.
-    package func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemCallFailure) {
+    package func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer,
+                          at offset: Int64) throws(SystemCallFailure) {
         var done = 0
         while done < buffer.count {
             let n = try pread(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
@@ -99,7 +100,8 @@ package struct PosixSystemCalls: SystemCalls {
         if Glibc.close(fd) != 0 && errno != EINTR { throw SystemCallFailure("close", errno) }
     }
 
-    package func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
+    package func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer,
+                       at offset: Int64) throws(SystemCallFailure) -> Int {
         while true {
             let n = Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
             if n >= 0 { return n }
@@ -107,7 +109,8 @@ package struct PosixSystemCalls: SystemCalls {
         }
     }
 
-    package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
+    package func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer,
+                        at offset: Int64) throws(SystemCallFailure) -> Int {
         while true {
             let n = Glibc.pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset))
             if n >= 0 { return n }

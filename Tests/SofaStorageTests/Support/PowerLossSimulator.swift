@@ -49,7 +49,8 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
         try base.close(fd)
     }
 
-    func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemCallFailure) -> Int {
+    func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer,
+               at offset: Int64) throws(SystemCallFailure) -> Int {
         try base.pread(fd, buffer, at: offset)
     }
 
@@ -83,7 +84,9 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     func contentsOfDirectory(_ path: String) throws(SystemCallFailure) -> [String] {
         try base.contentsOfDirectory(path)
     }
-    func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer { try base.mmap(fd, length: length) }
+    func mmap(_ fd: Int32, length: Int) throws(SystemCallFailure) -> UnsafeRawPointer {
+        try base.mmap(fd, length: length)
+    }
     func munmap(_ address: UnsafeRawPointer, length: Int) { base.munmap(address, length: length) }
 
     private func log(_ fd: Int32, _ op: Operation) {
@@ -108,7 +111,9 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     private static func apply(_ op: Operation, to bytes: inout [UInt8]) {
         switch op {
         case .write(let offset, let data):
-            if bytes.count < offset + data.count { bytes += [UInt8](repeating: 0, count: offset + data.count - bytes.count) }
+            if bytes.count < offset + data.count {
+                bytes += [UInt8](repeating: 0, count: offset + data.count - bytes.count)
+            }
             bytes.replaceSubrange(offset..<(offset + data.count), with: data)
         case .truncate(let length):
             if length < bytes.count { bytes.removeLast(bytes.count - length) } else {

@@ -110,7 +110,8 @@ import Testing
     /// The benchmark's track documents: every genre, artist, album and title in the data set. Skipped (and
     /// reported as skipped) where the data set has not been generated. Strings the fast path declines (accented
     /// names) are counted.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: trackDataPath), "needs Benchmarks/data/generate.sh 100000"))
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: trackDataPath),
+                   "needs Benchmarks/data/generate.sh 100000"))
     func trackData() throws {
         let data = try #require(FileManager.default.contents(atPath: Self.trackDataPath))
         var checked = 0, declined = 0

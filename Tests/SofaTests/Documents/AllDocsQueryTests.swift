@@ -237,7 +237,8 @@ import Testing
                 let document = try #require(try db.document(id: id, includeDeleted: true), "\(name) \(id)")
                 var value: JSONObject = ["rev": .string(document.revisionID)]
                 if document.isDeleted { value["deleted"] = true }
-                let conflicts = row.conflictingRevisions.isEmpty ? [] : [document.revisionID] + document.conflictingRevisions
+                let conflicts = row.conflictingRevisions.isEmpty
+                    ? [] : [document.revisionID] + document.conflictingRevisions
                 let full = QueryRow(key: bySequence ? .number(Double(document.sequence)) : .string(id),
                                     value: .json(.object(value)), documentID: id, sourceDocumentID: id,
                                     sequenceNumber: document.sequence, conflictingRevisions: conflicts, source: nil)

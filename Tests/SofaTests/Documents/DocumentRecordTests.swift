@@ -132,7 +132,8 @@ import Testing
         try record.encoded().withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
             #expect(try DocumentRecord(decoding: bytes, path: "test") == record)
             var range: Range<Int>?
-            #expect(try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range).tree.winner.id == largest)
+            #expect(try DocumentRecord(decoding: bytes, path: "test", bodyOf: nil, at: &range).tree.winner.id
+                    == largest)
         }
         oldest.id = RevisionID(generation: 10_000_000_000_000_000_000, digest: parentID.digest)
         expectBothDecodersFail(DocumentRecord(sequence: 1, tree: RevisionTree(revisions: [oldest])).encoded(),

@@ -195,14 +195,17 @@ import Testing
         let wrongCount = GroupAggregate.encode(rowCount: aggregate.rowCount + 1, reduction: Array(aggregate.reduction),
                                                packedKey: Array(aggregate.packedKey))
         #expect(try tamper([.put(key, wrongCount)]).contains { $0.message.contains("counts") })
-        let wrongSum = GroupAggregate.encode(rowCount: aggregate.rowCount,
-                                             reduction: withUnsafeBytes(of: (12345.0).bitPattern.littleEndian) { Array($0) },
-                                             packedKey: Array(aggregate.packedKey))
+        let wrongSum = GroupAggregate.encode(
+            rowCount: aggregate.rowCount,
+            reduction: withUnsafeBytes(of: (12345.0).bitPattern.littleEndian) { Array($0) },
+            packedKey: Array(aggregate.packedKey))
         #expect(try tamper([.put(key, wrongSum)]).contains { $0.message.contains("reduction") })
         #expect(try tamper([.remove(key)]).contains { $0.message.contains("no aggregate") })
         var otherLevel = key
         otherLevel[0] = 3
-        #expect(try tamper([.put(otherLevel, value)]).contains { $0.message.contains("levels the header does not list") })
+        #expect(try tamper([.put(otherLevel, value)]).contains {
+            $0.message.contains("levels the header does not list")
+        })
         try index.commit(rows: good.rows, backIndex: good.backIndex, groups: good.groups, header: good.header)
         expectSound(view)
     }

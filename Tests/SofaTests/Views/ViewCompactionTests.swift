@@ -151,7 +151,9 @@ import SofaTestSupport
 
     @Test func failedCompactionKeepsTheIndexAndLeavesNoTemporaryFile() throws {
         // The first rename is the temporary file's own creation stage; the second is the swap.
-        let faults: [(FaultInjectingSystemCalls.Call, Int)] = [(.rename, 2), (.rename, 1), (.fdatasync, 1), (.pwrite, 1)]
+        let faults: [(FaultInjectingSystemCalls.Call, Int)] = [
+            (.rename, 2), (.rename, 1), (.fdatasync, 1), (.pwrite, 1)
+        ]
         for (call, nth) in faults {
             let dir = TemporaryDatabaseDirectory("sofa-view-compact")
             let path = dir.database()

@@ -157,7 +157,11 @@ import Testing
             let c = compareArrays(actions[a].key, actions[b].key)
             return c != 0 ? c < 0 : a < b
         }) {
-            if expected.last?.key == actions[i].key { expected[expected.count - 1] = actions[i] } else { expected.append(actions[i]) }
+            if expected.last?.key == actions[i].key {
+                expected[expected.count - 1] = actions[i]
+            } else {
+                expected.append(actions[i])
+            }
         }
         var buffer = BTreeActionBuffer()
         for action in actions {
