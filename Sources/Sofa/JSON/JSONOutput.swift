@@ -129,10 +129,11 @@ struct JSONOutput: ~Copyable {
         return string.withUTF8 { appendQuoted($0) }
     }
 
-    /// Appends `utf8` quoted and escaped. Most text needs no escape: text of up to 16 bytes is checked in
-    /// registers on its way to the staging buffer (``appendShortClean(_:count:)``; 16 % off the serializer's time
-    /// on the benchmark documents, whose names and values are mostly that short); longer text that fits the
-    /// staging buffer is copied in whole first and then checked where it lies, one copy and one word-wise scan.
+    /// Appends `utf8` quoted and escaped. Most text needs no escape: text of up to 16 bytes that needs none is
+    /// checked in registers on its way to the staging buffer (``appendShortClean(_:count:)``; 16 % off the
+    /// serializer's time on the benchmark documents, whose names and values are mostly that short); other text
+    /// that fits the staging buffer is copied in whole first and then checked where it lies, one copy and one
+    /// word-wise scan, and escaped from its first byte needing it.
     @inline(__always)
     private mutating func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt8 {
         let count = utf8.count
@@ -164,35 +165,36 @@ struct JSONOutput: ~Copyable {
     }
 
     /// Appends `"text"` for text of at most 16 bytes that needs no escape, and returns true; returns false,
-    /// writing nothing, when a byte needs one. The text is read in two overlapping loads kept in registers, tested
-    /// there and stored: no call to `memmove`, and no word read back from fresh stores.
+    /// writing nothing, when a byte needs one. The text is read in two overlapping words (8 bytes each for 8–16,
+    /// 4 for 4–7; the first, middle and last byte for 1–3) kept in registers, tested there and stored: no call to
+    /// `memmove`, and no word read back from fresh stores. Only whether a lane is flagged matters, not which, so
+    /// the lanes' order (the host's byte order) does not.
     @inline(__always)
     private mutating func appendShortClean(_ source: UnsafePointer<UInt8>, count: Int) -> Bool {
+        // The quotes and up to 16 bytes fit the 18 reserved; every load ends by `source + count`.
         reserve(18)
         let text = UnsafeMutableRawPointer(cursor + 1)
         let raw = UnsafeRawPointer(source)
         if count >= 8 {
             let head = raw.loadUnaligned(as: UInt64.self)
             let tail = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-            guard Self.escapeFlags(UInt64(littleEndian: head)) | Self.escapeFlags(UInt64(littleEndian: tail)) == 0
-            else { return false }
+            guard Self.escapeFlags(head) | Self.escapeFlags(tail) == 0 else { return false }
             text.storeBytes(of: head, as: UInt64.self)
             text.storeBytes(of: tail, toByteOffset: count - 8, as: UInt64.self)
         } else if count >= 4 {
             let head = raw.loadUnaligned(as: UInt32.self)
             let tail = raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
-            let word = UInt64(UInt32(littleEndian: head)) | UInt64(UInt32(littleEndian: tail)) << 32
-            guard Self.escapeFlags(word) == 0 else { return false }
+            guard Self.escapeFlags(UInt64(head) | UInt64(tail) << 32) == 0 else { return false }
             text.storeBytes(of: head, as: UInt32.self)
             text.storeBytes(of: tail, toByteOffset: count - 4, as: UInt32.self)
         } else if count > 0 {
-            // The first, middle and last bytes cover a text of 1–3.
-            let a = source[0], b = source[count >> 1], c = source[count - 1]
-            let word = Self.paddingWord << 24 | UInt64(c) << 16 | UInt64(b) << 8 | UInt64(a)
+            // The first, middle and last bytes cover a text of 1–3; the padding fills the other five lanes.
+            let first = source[0], middle = source[count >> 1], last = source[count - 1]
+            let word = Self.paddingWord << 24 | UInt64(last) << 16 | UInt64(middle) << 8 | UInt64(first)
             guard Self.escapeFlags(word) == 0 else { return false }
-            text.storeBytes(of: a, as: UInt8.self)
-            text.storeBytes(of: b, toByteOffset: count >> 1, as: UInt8.self)
-            text.storeBytes(of: c, toByteOffset: count - 1, as: UInt8.self)
+            text.storeBytes(of: first, as: UInt8.self)
+            text.storeBytes(of: middle, toByteOffset: count >> 1, as: UInt8.self)
+            text.storeBytes(of: last, toByteOffset: count - 1, as: UInt8.self)
         }
         cursor.pointee = ASCII.quote
         cursor[count + 1] = ASCII.quote

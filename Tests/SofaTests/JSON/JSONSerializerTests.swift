@@ -84,8 +84,10 @@ import Testing
         #expect(try value.serialized() == #"{"a\"b":1,"line\nbreak":2}"#)
     }
 
-    /// Short strings are copied to the output first and scanned there a word at a time: an escape at any
-    /// position of any length up to a few words, and non-ASCII around it, must come out as escaped byte by byte.
+    /// Strings of up to 16 bytes are checked in registers, longer ones copied to the output first and scanned
+    /// there a word at a time: an escape at any position of any length up to a few words (the control characters
+    /// at both ends of their range, next to space and DEL, which need none), and non-ASCII around it, must come
+    /// out as escaped byte by byte.
     @Test func escapesAtEveryPositionOfShortStrings() throws {
         func expected(_ text: String) -> String {
             var out = "\""
@@ -95,6 +97,8 @@ import Testing
                 case "\\": out += #"\\"#
                 case "\n": out += #"\n"#
                 case "\u{1}": out += #"\u0001"#
+                case "\u{0}": out += #"\u0000"#
+                case "\u{1F}": out += #"\u001F"#
                 default: out.unicodeScalars.append(scalar)
                 }
             }
@@ -104,7 +108,7 @@ import Testing
             let plain = String(repeating: "x", count: length)
             #expect(try JSON.string(plain).serialized() == expected(plain))
             for position in 0..<length {
-                for special in ["\"", "\\", "\n", "\u{1}", "é"] {
+                for special in ["\"", "\\", "\n", "\u{1}", "\u{0}", "\u{1F}", " ", "\u{7F}", "é"] {
                     var scalars = Array(plain.unicodeScalars)
                     scalars[position] = special.unicodeScalars.first!
                     var text = ""
@@ -223,6 +227,13 @@ import Testing
             #expect(try JSON.string(plain).serialized() == "\"\(plain)\"")
             let array: JSON = [.string(plain), .string(plain + "\u{1}")]
             #expect(try array.serialized() == "[\"\(plain)\",\"\(plain)\\u0001\"]")
+        }
+        // Short strings, clean and escaped, starting from 26 to 2 bytes before the staging buffer's end: the
+        // register path's room check flushes, or not, before it writes or falls back.
+        for length in 990...1022 {
+            let pad = String(repeating: "x", count: length)
+            let array: JSON = [.string(pad), "ab", "a\"b", "0123456789abcdef", "é"]
+            #expect(try array.serialized() == "[\"\(pad)\",\"ab\",\"a\\\"b\",\"0123456789abcdef\",\"é\"]")
         }
         var buffer: [UInt8] = []
         for _ in 0..<100 { try value.serialize(into: &buffer) }
