@@ -6,7 +6,7 @@ import Sofa
 
 let arguments = CommandLine.arguments
 let path = arguments.count > 1 ? arguments[1] : "/tmp/sofa-bench-data/1000000/docs.jsonl"
-let limit = arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000
+let limit = arguments.count > 2 ? Int(arguments[2]) ?? 0 : 200_000
 
 func seconds() -> Double {
     var now = timespec()
@@ -19,6 +19,7 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+guard limit > 0 else { fail("COUNT must be a positive number of documents, not \(arguments[2])") }
 guard let file = fopen(path, "r") else { fail("cannot open \(path) (run Benchmarks/data/generate.sh 1000000)") }
 var documents: [JSON] = []
 var line: UnsafeMutablePointer<CChar>?
@@ -34,6 +35,7 @@ while documents.count < limit {
     documents.append(.object(members))
 }
 fclose(file)
+guard !documents.isEmpty else { fail("\(path) holds no documents") }
 
 var bytes = 0
 var fastest = Double.infinity
