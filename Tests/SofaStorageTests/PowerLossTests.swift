@@ -109,7 +109,7 @@ import Testing
             let size = k % 9 == 0 ? StorageFile.oneSyncLimit + (64 << 10) : 40 << 10
             let body = (0..<size).map { _ in UInt8.random(in: 1...255, using: &bodies) }
             _ = try body.withUnsafeBytes { try file.append(kind: .value, payload: $0, compress: false) }
-            try file.flushAppendedStartingSync()
+            try file.flushAppendedStartingSync(minimum: StorageFile.earlyWritebackMinimum)
             file.waitForWriteback()
             tree = try tree.modified(by: CrashWorkload.batch(seed: seed, commit: k))
             let header = try file.commit(roots: [tree.root], metadata: CrashWorkload.metadata(commit: k))

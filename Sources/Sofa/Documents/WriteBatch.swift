@@ -12,8 +12,9 @@ import SofaStorage
 /// appended since the last commit.
 ///
 /// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
-/// thread, which applies it to the working trees (the encoded records into leaves, LZ4, the appends) and syncs
-/// what it wrote (``StorageFile/flushAppendedStartingSync()``) while the writer goes on putting into a fresh
+/// thread, which applies it to the working trees (the encoded records into leaves, LZ4, the appends) and writes
+/// what it appended — syncing it too once the batch has written more than the commit's own sync should take
+/// (``StorageFile/flushAppendedStartingSync(minimum:)``) — while the writer goes on putting into a fresh
 /// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
 /// is left. Chunks of new IDs in ascending order (a bulk load) go onto the trees' right edges, held open from
 /// chunk to chunk (``edges``, ``TreeAppender``) and written at commit, or before a read or chunk that needs the
@@ -96,7 +97,8 @@ final class WriteBatch {
                                                                                  logged: logged),
                                                               byID: byID, bySequence: bySequence)
                 }
-                // The chunk's nodes go to the disk now, beside the writer's next puts: the commit syncs the rest.
+                // The chunk's nodes go to the file now, beside the writer's next puts (and to the disk, once the
+                // batch's data is large enough): the commit syncs the rest.
                 try byID.file.flushAppendedStartingSync()
             } catch {
                 self.error = error

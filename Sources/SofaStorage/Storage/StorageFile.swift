@@ -117,7 +117,7 @@ public final class StorageFile: @unchecked Sendable {
     /// Writer only.
     public private(set) var discardCount = 0
     /// The writeback hint or early sync in progress (``flushAppendedStartingWriteback()``,
-    /// ``flushAppendedStartingSync()``), on ``writebackQueue`` or ``earlySyncQueue``: waited for before the
+    /// ``flushAppendedStartingSync(minimum:)``), on ``writebackQueue`` or ``earlySyncQueue``: waited for before the
     /// descriptor is synced, cut or closed (``finishWriteback()``), which makes an early sync's failure the file's.
     private var writebackInFlight: WritebackTask?
     /// `sync_file_range` blocks while the disk's queue is full (2–18 ms for V6's ~40 MiB): the hint is given
@@ -125,7 +125,7 @@ public final class StorageFile: @unchecked Sendable {
     /// Concurrent: one file's hint, blocked on a full disk queue, does not hold back another file's.
     private static let writebackQueue = DispatchQueue(label: "sofa.writeback-hint", qos: .utility,
                                                       attributes: .concurrent)
-    /// Where early syncs run (``flushAppendedStartingSync()``): a commit waits for them, so they run at the
+    /// Where early syncs run (``flushAppendedStartingSync(minimum:)``): a commit waits for them, so they run at the
     /// priority of the writes they serve, not at the hints' `.utility`. Concurrent, as the hints' queue.
     private static let earlySyncQueue = DispatchQueue(label: "sofa.early-sync", qos: .userInitiated,
                                                       attributes: .concurrent)
@@ -157,16 +157,25 @@ public final class StorageFile: @unchecked Sendable {
     /// documents (~125 KiB) syncs once, not twice (BENCHMARKS.md §3, "D1, eighth round").
     package static let oneSyncLimit = 1 << 20
 
-    /// The least data since the last commit that ``flushAppendedStartingWriteback()`` starts writing back and
-    /// ``flushAppendedStartingSync()`` syncs: below it the commit's own `fdatasync` costs about the same.
+    /// The least data since the last commit that ``flushAppendedStartingWriteback()`` starts writing back, and
+    /// that ``flushAppendedStartingSync(minimum:)`` syncs when it extends the zero tail: below it the commit's own
+    /// `fdatasync` costs about the same.
     package static let earlyWritebackMinimum = 32 << 10
 
-    /// The zero tail ``flushAppendedStartingSync()`` keeps ahead of the data written: when less is left, it
+    /// The least data since the last commit that ``flushAppendedStartingSync(minimum:)`` syncs early when the
+    /// zero tail has room. Each early sync is one more device flush before the commit's own, which waits for it;
+    /// on this project's disks a sync costs ~100 µs plus ~0.7 µs per KiB written, so below ~150 KiB the commit's
+    /// single sync writes the bytes for less than a flush costs. At batches of 1,000 documents (~117 KiB),
+    /// syncing only at the commit made D1's batches 6–10 % faster than syncing after every chunk (alternate
+    /// batches of one process, BENCHMARKS.md §3, "D1, thirteenth round").
+    package static let earlySyncMinimum = 256 << 10
+
+    /// The zero tail ``flushAppendedStartingSync(minimum:)`` keeps ahead of the data written: when less is left, it
     /// extends the tail before it syncs, so that the commit writes into synced zeros.
     static let zeroTailReserve: UInt64 = 256 << 10
 
     /// The longest zero tail: durable one-sync commits that end past the file's end, and early syncs running
-    /// short of tail (``flushAppendedStartingSync()``), extend it with zeros (an eighth of the file, between
+    /// short of tail (``flushAppendedStartingSync(minimum:)``), extend it with zeros (an eighth of the file, between
     /// ``minimumZeroTail`` and this), so that the next small commits overwrite
     /// written blocks and their `fdatasync` journals no size change. Every byte a small commit writes is written
     /// twice (as zeros first), and a tail costs one slower commit (its zeros and the size change are synced) —
@@ -582,27 +591,32 @@ public final class StorageFile: @unchecked Sendable {
     }
 
     /// With durability ``Durability/full`` (else it does nothing): writes the chunks appended so far to the file
-    /// (as ``flushAppended()``) and, when they are at least ``earlyWritebackMinimum``, `fdatasync`s them on
-    /// another thread while the writer goes on, so that the commit's own sync has only the rest to write
-    /// (FORMAT.md §11, "early syncs"). For a writer that appends in steps before one commit: a pipelined batch's
-    /// flush thread after each chunk. Before syncing it extends the zero tail when less than ``zeroTailReserve``
-    /// of it is left, so that the commit writes into synced zeros instead of growing the file. No sync is
-    /// started while the previous early sync is still running: the next call or the commit covers these bytes.
-    /// Writer only.
+    /// (as ``flushAppended()``) and, when they are at least `minimum` bytes, `fdatasync`s them on another thread
+    /// while the writer goes on, so that the commit's own sync has only the rest to write (FORMAT.md §11, "early
+    /// syncs"). For a writer that appends in steps before one commit: a pipelined batch's flush thread after each
+    /// chunk. When less than ``zeroTailReserve`` of zero tail is left after them, it extends the tail and syncs
+    /// once at least ``earlyWritebackMinimum`` bytes were appended, whatever `minimum`, so that the commit writes
+    /// into synced zeros instead of growing the file. No sync is started while the previous early sync is still
+    /// running: the next call or the commit covers these bytes. Writer only.
+    ///
+    /// - Parameter minimum: the data since the last commit from which to sync without extending the tail;
+    ///   ``earlySyncMinimum`` unless a test needs every call to sync.
     ///
     /// The commit, a discard and `close()` wait for the sync first. A failed early sync makes the file refuse
     /// writes until reopened, as a failed commit sync does (what reached the disk is unknown): the commit that
     /// waits for it throws.
-    package func flushAppendedStartingSync() throws {
+    package func flushAppendedStartingSync(minimum: Int = StorageFile.earlySyncMinimum) throws {
         guard options.durability == .full else { return }  // nothing to sync: appends stay buffered
         try flushPending()
         let start = latestCommit.endOffset
         let written = flushedEnd.load(ordering: .relaxed)
         guard written > start, written - start >= UInt64(StorageFile.earlyWritebackMinimum) else { return }
+        let tailShort = allocatedEnd < written + StorageFile.zeroTailReserve
+        guard tailShort || written - start >= UInt64(minimum) else { return }
         if let task = writebackInFlight, task.group.wait(timeout: .now()) == .timedOut { return }
         finishWriteback()
         if let failure { throw failure }  // the previous early sync failed
-        if allocatedEnd < written + StorageFile.zeroTailReserve { extendZeroTail(beyond: written) }
+        if tailShort { extendZeroTail(beyond: written) }
         startWritebackTask(on: StorageFile.earlySyncQueue) { system, fd in try system.fdatasync(fd) }
     }
 

@@ -331,7 +331,8 @@ import Testing
     }
 
     /// A durable pipelined batch syncs its chunks early, on another thread
-    /// (``StorageFile/flushAppendedStartingSync()``):
+    /// (``StorageFile/flushAppendedStartingSync(minimum:)``) — here because a new file's zero tail is short, so
+    /// the chunks extend it and sync the new zeros before the commit writes over them:
     /// more than one `fdatasync` per batch, of which the commit's is the last; the commit is still one one-sync
     /// commit (its data check covers every chunk of the batch) and ends before a zero tail the early syncs made
     /// durable, shorter than opening's look-back; the database reopens with all of it.
@@ -363,6 +364,55 @@ import Testing
         let reopened = try Database(path: path, options: testOptions())
         #expect(reopened.documentCount == count + 1)
         #expect(reopened.documents.storage.latestCommit.offset == header.offset, "found at the end, past its tail")
+        expectSound(reopened)
+    }
+
+    /// A durable batch syncs early only once its data is past ``StorageFile/earlySyncMinimum`` when its zero tail
+    /// has room (FORMAT.md §11, "early syncs"): below it the commit's one `fdatasync` is the batch's only sync;
+    /// past it the flush thread syncs chunks before the commit too. The file (~10 MiB) is large enough for a
+    /// zero tail of 1 MiB, which neither batch runs short of.
+    @Test func aDurableBatchSyncsEarlyOnlyPastTheEarlySyncMinimum() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let path = dir.database()
+        var random = SeededRandom(seed: 29)
+        let loaded = 30_000
+        let setup = try Database(path: path, options: testOptions())
+        try setup.inBatch {
+            for i in 0..<loaded { try setup.put(Self.body(i, size: 300, random: &random), id: Self.id(i)) }
+        }
+        try setup.close()
+        let faults = FaultInjectingSystemCalls()
+        let db = try Database(path: path, options: DatabaseOptions(durability: .full), system: faults)
+        let storage = db.documents.storage
+        try db.put(["n": -1], id: Self.id(loaded))  // its commit writes a zero tail of 1 MiB after it
+        var status = stat()
+        #expect(stat(storage.path, &status) == 0)
+        #expect(UInt64(status.st_size) - storage.latestCommit.endOffset >= UInt64(StorageFile.preallocationStep))
+        var next = loaded + 1
+        func batch(_ count: Int) throws -> (syncs: Int, bytes: UInt64) {
+            let syncs = faults.count(.fdatasync), start = storage.latestCommit.endOffset
+            try db.inBatch {
+                for i in next..<(next + count) {
+                    try db.put(Self.body(i, size: 300, random: &random), id: Self.id(i))
+                }
+                #expect(try #require(db.documents.batch).chunksHandedOff == count / WriteBatch.pipelineChunk)
+            }
+            next += count
+            return (faults.count(.fdatasync) - syncs, storage.latestCommit.endOffset - start)
+        }
+        let small = try batch(2 * WriteBatch.pipelineChunk + 10)
+        #expect(small.bytes > UInt64(StorageFile.earlyWritebackMinimum) * 2)
+        #expect(small.bytes < UInt64(StorageFile.earlySyncMinimum), "\(small.bytes) bytes")
+        #expect(small.syncs == 1, "the commit's sync alone (\(small.syncs))")
+        let large = try batch(5 * WriteBatch.pipelineChunk + 10)
+        #expect(large.bytes > UInt64(StorageFile.earlySyncMinimum) + UInt64(StorageFile.earlySyncMinimum) / 4,
+                "\(large.bytes) bytes")
+        #expect(large.syncs >= 2, "early syncs besides the commit's (\(large.syncs))")
+        #expect(db.documentCount == next)
+        expectSound(db)
+        try db.close()
+        let reopened = try Database(path: path, options: testOptions())
+        #expect(reopened.documentCount == next)
         expectSound(reopened)
     }
 
