@@ -25,7 +25,7 @@ extension Array where Element == UInt8 {
 
     /// Appends `source` in one copy: an `UnsafeRawBufferPointer` appended as such goes through the generic
     /// sequence path, ~85 instructions for a 20-byte key (callgrind, D1's flush).
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func appendBytes(_ source: UnsafeRawBufferPointer) {
         // The bytes may be bound to another type (a big-endian `UInt64` key): rebinding for the copy is how a
         // raw view is read as `UInt8`s without assuming a binding.
@@ -40,7 +40,7 @@ extension Array where Element == UInt8 {
 
 /// Stores `value` as an unsigned LEB128 varint at `p` (``varintSize(_:)`` bytes must be free there) and returns
 /// the position after it: `appendVarint` for encoders that write into memory sized in advance.
-@inline(__always)
+@inlinable @inline(__always)
 package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
     var v = value
     var q = p
@@ -54,7 +54,7 @@ package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> Unsa
 }
 
 /// The number of bytes `value` takes as a varint.
-@inline(__always)
+@inlinable @inline(__always)
 package func varintSize(_ value: UInt64) -> Int {
     var v = value
     var n = 1

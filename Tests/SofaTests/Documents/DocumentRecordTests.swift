@@ -187,6 +187,35 @@ import Testing
         }
     }
 
+    /// A new document's record — one revision, binary digest, inline body — is encoded by a path of its own
+    /// (``DocumentRecord/encode(into:)``): its bytes are the general encoder's (``DocumentRecord/encode(to:)``)
+    /// for deleted and live revisions, bodies of 0–300 bytes (across the varint's 127/128 step), and sequences
+    /// and generations of one to ten varint bytes, appended after bytes already in the buffer; and they decode
+    /// to the record.
+    @Test func aFirstRevisionEncodesAsTheGeneralEncoderDoes() throws {
+        var random = SeededRandom(seed: 31)
+        var sizes = Array(0...3) + [126, 127, 128, 129, 300]
+        for _ in 0..<40 { sizes.append(Int.random(in: 0...300, using: &random)) }
+        for (n, size) in sizes.enumerated() {
+            let body = (0..<size).map { _ in UInt8.random(in: 0x20...0x7E, using: &random) }
+            let shift = UInt64(n % 64)
+            // Generations stay below 10^19, the format's limit (up to ten varint bytes).
+            let generation = UInt64.random(in: 0...UInt64.max, using: &random) >> shift % 10_000_000_000_000_000_000
+            let id = RevisionID(generation: max(1, generation),
+                                digest: .binary(high: UInt64.random(in: 0...UInt64.max, using: &random),
+                                                low: UInt64.random(in: 0...UInt64.max, using: &random)))
+            let record = DocumentRecord(sequence: UInt64.random(in: 0...UInt64.max, using: &random) >> (63 - shift),
+                                        tree: RevisionTree(first: id, deleted: n % 3 == 0, body: .inline(body)))
+            var general = [UInt8](repeating: 0, count: record.encodedSize)
+            general.withUnsafeMutableBytes { record.encode(to: $0) }
+            var appended: [UInt8] = [0xAA, 0xBB]
+            record.encode(into: &appended)
+            #expect(Array(appended.dropFirst(2)) == general, "body of \(size) bytes")
+            #expect(record.encoded() == general)
+            #expect(try general.withUnsafeBytes { try DocumentRecord(decoding: $0, path: "test") } == record)
+        }
+    }
+
     /// The fast path of lean reads takes linear histories (every document never in conflict): on random trees,
     /// linear or not, it reads what the general decoder reads (and takes every intact linear one itself); on
     /// random single-byte changes of their entries, the lean read and the general decoder agree — both fail, or
