@@ -32,10 +32,10 @@ extension Database {
     public func put(_ properties: JSON, id: String? = nil, rev: String? = nil) throws -> Document {
         let input = try DocumentInput(properties)
         let docID = try Database.resolve(id, input.id, what: "_id") ?? DocumentID.generate()
-        let idBytes = try DocumentID.validated(docID)
+        try DocumentID.check(docID)
         let parent = try Database.resolve(rev, input.rev, what: "_rev")
         return try write {
-            let (record, revision) = try documents.edit(idBytes, body: input.body, rev: parent,
+            let (record, revision) = try documents.edit(documents.idBytes(docID), body: input.body, rev: parent,
                                                         deleted: input.deleted)
             return Document(id: docID, record: record, index: record.tree.index(of: revision)!,
                             body: input.strippedProperties ?? properties)

@@ -94,19 +94,29 @@ enum DocumentID {
     /// Checks an ID: non-empty, at most ``DocumentFile/maximumIDLength`` UTF-8 bytes, not starting with `_`
     /// (reserved, as in CouchDB).
     ///
+    /// - Returns: the ID's UTF-8 bytes.
     /// - Throws: `.invalidArgument` saying which rule failed.
     static func validated(_ id: String) throws -> [UInt8] {
+        try check(id)
         var text = id
-        let bytes = text.withUTF8 { Array($0) }  // one copy (`Array(id.utf8)` walks a small string's bytes)
-        if bytes.isEmpty { throw SofaError(.invalidArgument, "a document ID cannot be empty") }
-        if bytes.count > DocumentFile.maximumIDLength {
+        return text.withUTF8 { Array($0) }  // one copy (`Array(id.utf8)` walks a small string's bytes)
+    }
+
+    /// ``validated(_:)``'s checks alone, for a caller that takes the bytes elsewhere (a put, into its file's
+    /// buffer for them: ``DocumentFile/idBytes(_:)``).
+    ///
+    /// - Throws: `.invalidArgument` saying which rule failed.
+    static func check(_ id: String) throws {
+        var text = id
+        let (count, first) = text.withUTF8 { ($0.count, $0.first) }
+        if count == 0 { throw SofaError(.invalidArgument, "a document ID cannot be empty") }
+        if count > DocumentFile.maximumIDLength {
             throw SofaError(.invalidArgument,
-                            "document ID of \(bytes.count) bytes; at most \(DocumentFile.maximumIDLength) UTF-8 bytes")
+                            "document ID of \(count) bytes; at most \(DocumentFile.maximumIDLength) UTF-8 bytes")
         }
-        if bytes[0] == UInt8(ascii: "_") {
+        if first == UInt8(ascii: "_") {
             throw SofaError(.invalidArgument, "document IDs starting with '_' are reserved: \"\(id.prefix(40))\"")
         }
-        return bytes
     }
 
     /// A new unique ID: "-" and 22 base64url characters of 128 random bits, as Couchbase Lite makes them.

@@ -53,6 +53,9 @@ final class DocumentFile: @unchecked Sendable {
     /// The last batch's overlay storage, emptied, for the next batch (``WriteBatch/takeStorage()``). Touched only
     /// under the database's write lock.
     var spareChanges = WriteBatch.Changes()
+    /// The buffer ``idBytes(_:)`` fills. Touched only under the database's write lock, by one call at a time:
+    /// exclusivity unchecked, as the batch overlay's state is (its dynamic checks cost more than the buffer saves).
+    @exclusivity(unchecked) private var idBuffer: [UInt8] = []
     /// The by-ID leaves the open edges of the last committed batch wrote, not cached as written, and the snapshot of
     /// that commit: the next commit reads them into the node cache (``startNodeCacheFill()``). Touched only
     /// under the database's write lock.
@@ -63,6 +66,16 @@ final class DocumentFile: @unchecked Sendable {
     /// The snapshot of the newest commit readers last asked for (``committedSnapshot()``). Kept here, not with
     /// the file: the snapshot holds its file, and a file holding it back would never be released.
     private let newestSnapshot = Lock<DocumentSnapshot?>(nil)
+
+    /// `id`'s UTF-8 bytes for an edit, in a buffer the file keeps (under the database's write lock): allocating
+    /// and freeing an array for each put's ID was ~300 instructions of it (callgrind, D1). The array returned
+    /// shares that buffer; one that outlives the edit (an out-of-order overlay's index keeps its IDs) makes the
+    /// next call copy on write instead of overwriting it.
+    func idBytes(_ id: String) -> [UInt8] {
+        var text = id
+        text.withUTF8 { idBuffer.replaceSubrange(idBuffer.startIndex..<idBuffer.endIndex, with: $0) }
+        return idBuffer
+    }
 
     /// LZ4's acceleration for the document file's appends (its leaves hold the bodies). 2 took 8 % of the
     /// instructions off a pipelined batch's flush thread for 3 % more file after D1 (BENCHMARKS.md §3, "D1, eighth

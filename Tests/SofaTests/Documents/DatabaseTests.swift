@@ -157,6 +157,26 @@ import Testing
         expectSound(db)
     }
 
+    /// A put's ID bytes come from a buffer the file reuses (``DocumentFile/idBytes(_:)``): an array kept from one
+    /// call is not overwritten by the next, and a batch of IDs out of order — whose overlay index keeps each ID's
+    /// array — finds every one of them again when each is updated in the same batch.
+    @Test func idBytesOfOnePutAreNotOverwrittenByTheNext() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        let first = db.documents.idBytes("first")
+        let second = db.documents.idBytes("second-id")
+        #expect(first == Array("first".utf8) && second == Array("second-id".utf8))
+        let ids = (0..<300).map { "doc-\(($0 * 7919) % 300)" }  // every ID once, out of order
+        try db.inBatch {
+            var created: [String: Document] = [:]
+            for id in ids { created[id] = try db.put(["v": 1], id: id) }
+            for id in ids { try db.put(["v": 2, "id": .string(id)], id: id, rev: created[id]!.revisionID) }
+        }
+        #expect(db.documentCount == 300)
+        for id in ids { #expect(try db.document(id: id)?.userProperties == ["v": 2, "id": .string(id)]) }
+        expectSound(db)
+    }
+
     @Test func readOnlyAndClosedDatabases() throws {
         let dir = TemporaryDatabaseDirectory()
         expectSofaError(.notFound, "missing read-only") {
