@@ -119,9 +119,10 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// (compact JSON without `_id`/`_rev`, object members in the order given; empty for an empty body), as
     /// FORMAT.md §10.1.3 says. Equal edits of equal revisions on two replicas therefore get equal IDs.
     static func derived(parent: RevisionID?, deleted: Bool, body: [UInt8]) -> RevisionID {
+        guard let parent else { return derivedFirst(deleted: deleted, body: body) }
         // One-shot over one contiguous buffer (XXH3's streaming state is ~600 bytes to set up): the prefix, then
         // the body copied after it, on the stack for a usual body.
-        let parentText = parent.map { Array($0.description.utf8) } ?? []
+        let parentText = Array(parent.description.utf8)
         var prefix: (UInt8, UInt8, UInt8) = (deleted ? 1 : 0, 0, 0)
         var prefixCount = 2
         withUnsafeMutableBytes(of: &prefix) { p in
@@ -151,8 +152,24 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
             copy(body, to: prefixCount + parentText.count)
             return XXH3_128bits(buffer.baseAddress, total)
         }
-        return RevisionID(generation: (parent?.generation ?? 0) + 1,
-                          digest: .binary(high: hash.high64, low: hash.low64))
+        return RevisionID(generation: parent.generation + 1, digest: .binary(high: hash.high64, low: hash.low64))
+    }
+
+    /// ``derived(parent:deleted:body:)`` without a parent (a document's first revision, every put of a bulk
+    /// load): the deleted byte, the parent's length 0, then the body, hashed without building the parent's text
+    /// (~120 instructions of each put, callgrind D1).
+    private static func derivedFirst(deleted: Bool, body: [UInt8]) -> RevisionID {
+        let total = 2 + body.count
+        let hash = withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { buffer in
+            let base = buffer.baseAddress!
+            base.storeBytes(of: deleted ? 1 : 0, as: UInt8.self)
+            (base + 1).storeBytes(of: 0, as: UInt8.self)  // the parent's text: a varint length of 0
+            body.withUnsafeBytes { bytes in
+                if bytes.count > 0 { (base + 2).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+            }
+            return XXH3_128bits(base, total)
+        }
+        return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64))
     }
 
     // MARK: - Stored form (FORMAT.md §10.1, "Revisions")

@@ -67,6 +67,8 @@ import Testing
         // The documented input (FORMAT.md §10.1.3): deleted byte, varint parent length, parent text, body.
         #expect(first.description == "1-0b688d9d28e7b60b3cfc249645463af8", "a pinned first revision")
         #expect(first.digestText == Self.hex([0, 0] + body))
+        #expect(RevisionID.derived(parent: nil, deleted: true, body: body).digestText == Self.hex([1, 0] + body))
+        #expect(RevisionID.derived(parent: nil, deleted: false, body: []).digestText == Self.hex([0, 0]))
         #expect(second.digestText == Self.hex([0, UInt8(first.description.utf8.count)] + Array(first.description.utf8)
                                                   + body))
         let deleted = RevisionID.derived(parent: second, deleted: true, body: [])
