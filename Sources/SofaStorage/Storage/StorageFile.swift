@@ -164,10 +164,10 @@ public final class StorageFile: @unchecked Sendable {
 
     /// The least data since the last commit that ``flushAppendedStartingSync(minimum:)`` syncs early when the
     /// zero tail has room. Each early sync is one more device flush before the commit's own, which waits for it;
-    /// on this project's disks a sync costs ~100 µs plus ~0.7 µs per KiB written, so below ~150 KiB the commit's
+    /// on session 15's VM a sync costs ~100 µs plus ~0.7 µs per KiB written, so below ~150 KiB the commit's
     /// single sync writes the bytes for less than a flush costs. At batches of 1,000 documents (~117 KiB),
-    /// syncing only at the commit made D1's batches 6–10 % faster than syncing after every chunk (alternate
-    /// batches of one process, BENCHMARKS.md §3, "D1, thirteenth round").
+    /// syncing only at the commit made D1's batches ~5 % faster than syncing after every chunk (B/A 1.02–1.07,
+    /// batches assigned at random within one process; BENCHMARKS.md §3, "D1, thirteenth round").
     package static let earlySyncMinimum = 256 << 10
 
     /// The zero tail ``flushAppendedStartingSync(minimum:)`` keeps ahead of the data written: when less is left, it
