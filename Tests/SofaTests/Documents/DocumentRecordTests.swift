@@ -195,12 +195,13 @@ import Testing
     @Test func aFirstRevisionEncodesAsTheGeneralEncoderDoes() throws {
         var random = SeededRandom(seed: 31)
         var sizes = Array(0...3) + [126, 127, 128, 129, 300]
-        for _ in 0..<40 { sizes.append(Int.random(in: 0...300, using: &random)) }
+        // 64 sizes or more, so that the shifts below take every value from 0 to 63.
+        for _ in 0..<60 { sizes.append(Int.random(in: 0...300, using: &random)) }
         for (n, size) in sizes.enumerated() {
             let body = (0..<size).map { _ in UInt8.random(in: 0x20...0x7E, using: &random) }
             let shift = UInt64(n % 64)
-            // Generations stay below 10^19, the format's limit (up to ten varint bytes).
-            let generation = UInt64.random(in: 0...UInt64.max, using: &random) >> shift % 10_000_000_000_000_000_000
+            // Generations from 1 (shift 63) up, below 10^19, the format's limit (one to ten varint bytes).
+            let generation = (UInt64.random(in: 0...UInt64.max, using: &random) >> shift) % 10_000_000_000_000_000_000
             let id = RevisionID(generation: max(1, generation),
                                 digest: .binary(high: UInt64.random(in: 0...UInt64.max, using: &random),
                                                 low: UInt64.random(in: 0...UInt64.max, using: &random)))
