@@ -12,8 +12,9 @@ import SofaStorage
 /// appended since the last commit.
 ///
 /// **Pipelining.** Once the overlay holds ``pipelineChunk`` documents, it is handed as a ``FlushJob`` to another
-/// thread, which applies it to the working trees (the encoded records into leaves, LZ4, the appends) and writes
-/// what it appended — syncing it too once the batch has written more than the commit's own sync should take
+/// thread, which applies it to the working trees (the encoded records into leaves, LZ4, the appends) and, with
+/// durability `.full`, writes what it appended — syncing it too once the batch's data reaches
+/// ``StorageFile/earlySyncMinimum``, or when the zero tail runs short
 /// (``StorageFile/flushAppendedStartingSync(minimum:)``) — while the writer goes on putting into a fresh
 /// overlay: a large batch's flush and most of its sync run beside the puts, and at commit only the last chunk
 /// is left. Chunks of new IDs in ascending order (a bulk load) go onto the trees' right edges, held open from

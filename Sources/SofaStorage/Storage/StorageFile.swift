@@ -591,7 +591,8 @@ public final class StorageFile: @unchecked Sendable {
     }
 
     /// With durability ``Durability/full`` (else it does nothing): writes the chunks appended so far to the file
-    /// (as ``flushAppended()``) and, when they are at least `minimum` bytes, `fdatasync`s them on another thread
+    /// (as ``flushAppended()``) and, when they are at least `minimum` bytes (and never below
+    /// ``earlyWritebackMinimum``), `fdatasync`s them on another thread
     /// while the writer goes on, so that the commit's own sync has only the rest to write (FORMAT.md §11, "early
     /// syncs"). For a writer that appends in steps before one commit: a pipelined batch's flush thread after each
     /// chunk. When less than ``zeroTailReserve`` of zero tail is left after them, it extends the tail and syncs
@@ -600,7 +601,7 @@ public final class StorageFile: @unchecked Sendable {
     /// running: the next call or the commit covers these bytes. Writer only.
     ///
     /// - Parameter minimum: the data since the last commit from which to sync without extending the tail;
-    ///   ``earlySyncMinimum`` unless a test needs every call to sync.
+    ///   ``earlySyncMinimum`` unless a test needs every call of at least ``earlyWritebackMinimum`` bytes to sync.
     ///
     /// The commit, a discard and `close()` wait for the sync first. A failed early sync makes the file refuse
     /// writes until reopened, as a failed commit sync does (what reached the disk is unknown): the commit that
