@@ -30,15 +30,15 @@ extension Database {
     ///   thread while puts go on): after any storage error the batch can only fail.
     @discardableResult
     public func put(_ properties: JSON, id: String? = nil, rev: String? = nil) throws -> Document {
-        let input = try DocumentInput(properties)
-        let docID = try Database.resolve(id, input.id, what: "_id") ?? DocumentID.generate()
-        try DocumentID.check(docID)
-        let parent = try Database.resolve(rev, input.rev, what: "_rev")
-        return try write {
-            let (record, revision) = try documents.edit(documents.idBytes(docID), body: input.body, rev: parent,
-                                                        deleted: input.deleted)
-            return Document(id: docID, record: record, index: record.tree.index(of: revision)!,
-                            body: input.strippedProperties ?? properties)
+        try DocumentInput.with(properties) { input in
+            let docID = try Database.resolve(id, input.id, what: "_id") ?? DocumentID.generate()
+            try DocumentID.check(docID)
+            let parent = try Database.resolve(rev, input.rev, what: "_rev")
+            return try write {
+                let edit = try documents.edit(documents.idBytes(docID), body: input.body, rev: parent,
+                                              deleted: input.deleted)
+                return Document(id: docID, edit: edit, body: input.strippedProperties ?? properties)
+            }
         }
     }
 
@@ -61,8 +61,8 @@ extension Database {
     public func delete(id: String, rev: String) throws -> Document {
         let idBytes = try DocumentID.validated(id)
         return try write {
-            let (record, revision) = try documents.edit(idBytes, body: [], rev: rev, deleted: true)
-            return Document(id: id, record: record, index: record.tree.index(of: revision)!, body: .object([:]))
+            let edit = try documents.edit(idBytes, body: .empty, rev: rev, deleted: true)
+            return Document(id: id, edit: edit, body: .object([:]))
         }
     }
 
@@ -83,11 +83,12 @@ extension Database {
     @discardableResult
     public func forceInsert(_ properties: JSON, id: String, revisionHistory: [String],
                             deleted: Bool = false) throws -> Bool {
-        let input = try DocumentInput(properties)
-        let idBytes = try DocumentID.validated(id)
-        let history = try DocumentFile.parseHistory(revisionHistory)
-        return try write {
-            try documents.forceInsert(idBytes, body: input.body, history: history, deleted: deleted) != nil
+        try DocumentInput.with(properties) { input in
+            let idBytes = try DocumentID.validated(id)
+            let history = try DocumentFile.parseHistory(revisionHistory)
+            return try write {
+                try documents.forceInsert(idBytes, body: input.body.array, history: history, deleted: deleted) != nil
+            }
         }
     }
 

@@ -19,15 +19,20 @@ public struct Document: Sendable, Equatable {
     public let userProperties: JSON
     let revision: RevisionID
     /// The document's revision tree and this revision's place in it: conflicts and history are derived on
-    /// demand, so reading or writing a document builds no lists it is not asked for.
-    let tree: RevisionTree
+    /// demand, so reading or writing a document builds no lists it is not asked for. Nil when ``revision`` is
+    /// the whole tree, a root and leaf (a new document's put builds no tree: ``tree`` makes one when asked).
+    private let storedTree: RevisionTree?
     let index: Int
 
+    /// The document's revision tree.
+    var tree: RevisionTree { storedTree ?? RevisionTree(first: revision, deleted: isDeleted, body: .empty) }
+
     var conflicts: [RevisionID] {
-        tree.revisions.enumerated().filter { $0.offset != index && $0.element.isLeaf && !$0.element.deleted }
+        guard let tree = storedTree else { return [] }
+        return tree.revisions.enumerated().filter { $0.offset != index && $0.element.isLeaf && !$0.element.deleted }
             .map(\.element.id)
     }
-    var history: [RevisionID] { tree.history(from: index) }
+    var history: [RevisionID] { storedTree?.history(from: index) ?? [revision] }
 
     /// The ID of the revision this value shows, `generation-digest`.
     public var revisionID: String { revision.description }
@@ -84,8 +89,19 @@ public struct Document: Sendable, Equatable {
         self.isDeleted = r.deleted
         self.userProperties = body
         self.revision = r.id
-        self.tree = record.tree
+        self.storedTree = record.tree
         self.index = index
+    }
+
+    /// The document as `edit` left it, whose body is `body`.
+    init(id: String, edit: DocumentFile.Edit, body: JSON) {
+        self.id = id
+        self.sequence = edit.sequence
+        self.isDeleted = edit.deleted
+        self.userProperties = body
+        self.revision = edit.revision
+        self.storedTree = edit.tree
+        self.index = edit.tree.map { $0.index(of: edit.revision)! } ?? 0
     }
 }
 

@@ -6,50 +6,87 @@ extension SofaError.Code {
     public static let conflict = SofaError.Code(rawValue: "conflict")
 }
 
+/// A put's body: its compact JSON text, with room before it for the two bytes that precede a first
+/// revision's body in the digest's input (FORMAT.md §10.1.3), so the body is hashed where it lies.
+///
+/// Valid only inside the ``DocumentInput/with(_:_:)`` call that made it: the text is usually the serializer's
+/// stack buffer.
+struct DocumentBody {
+    /// Bytes before the text that ``prefixRoom`` points at.
+    static let headroom = 2
+
+    /// The body's bytes; empty for an empty object.
+    let bytes: UnsafeRawBufferPointer
+    /// ``headroom`` writable bytes just before ``bytes``, or nil (an empty body made without them).
+    let prefixRoom: UnsafeMutableRawPointer?
+
+    /// No body, as a deletion has.
+    static var empty: DocumentBody { DocumentBody(bytes: UnsafeRawBufferPointer(start: nil, count: 0), prefixRoom: nil) }
+
+    /// The bytes as an array, for the paths that keep the body (a record's inline body, a value chunk).
+    var array: [UInt8] { Array(bytes) }
+}
+
 /// A document's properties split into the stored body and the special members CBL lets a caller pass in it.
 ///
 /// Noncopyable: it is made once per put and read in place. As a copyable struct its initializer built it in a
 /// temporary and copied it out (four retains, then four releases: ~340 instructions per put, callgrind D1).
 struct DocumentInput: ~Copyable {
     /// Compact JSON of the members not starting with `_`, in the order given; empty for an empty object.
-    var body: [UInt8]
+    let body: DocumentBody
     /// The properties without their special members, when they had any; nil when the properties as given are
     /// the body (most documents), so that no copy of them is made here.
-    var strippedProperties: JSON?
-    var id: String?
-    var rev: String?
-    var deleted: Bool
+    let strippedProperties: JSON?
+    let id: String?
+    let rev: String?
+    let deleted: Bool
 
-    /// Splits `properties`, which must be an object whose `_` members are only `_id` (string), `_rev` (string)
-    /// and `_deleted` (boolean).
-    ///
-    /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
-    ///   or nesting deeper than the serializer allows (reported first: the properties are serialized before
-    ///   their `_` members are looked at); `.invalidArgument` for a body over 64 MiB.
-    init(_ properties: borrowing JSON) throws {
-        // Borrowed, not taken: an owned argument was one more copy of the value in `put` and its release here.
-        // Matching on a borrowed value needs an explicit copy (two retains and two releases of its storage per
-        // put), so the checks below take it as an ordinary (guaranteed) argument.
-        try Self.checkObject(properties)
-        // Serialized as given, into a fresh array the serializer allocates at the body's size; the serializer
-        // tells whether a member name starts with `_` as it writes the names, so the special members are looked
-        // for only then (a pass over the names of every put was ~300 instructions, callgrind D1).
-        var body: [UInt8] = []
-        var special: (id: String?, rev: String?, deleted: Bool) = (nil, nil, false)
-        var stripped: JSON?
-        if try JSONSerializer.write(properties, into: &body, strict: true) {
-            (special, stripped) = try Self.specialMembers(of: properties)
-            body = try stripped?.serializedBytes() ?? body
-        }
-        if body.count > DocumentFile.maximumBodySize {
-            throw SofaError(.invalidArgument, "document body of \(body.count) bytes; the limit is 64 MiB")
-        }
-        // All stored at once, once nothing can throw.
-        self.body = body.count == 2 ? [] : body  // "{}": an empty body is stored as none
-        self.strippedProperties = stripped
+    private init(body: UnsafeMutableRawBufferPointer, strippedProperties: JSON?,
+                 special: (id: String?, rev: String?, deleted: Bool)) {
+        // "{}": an empty body is stored as none.
+        let text = UnsafeRawBufferPointer(rebasing: body[DocumentBody.headroom...])
+        self.body = text.count == 2 ? .empty : DocumentBody(bytes: text, prefixRoom: body.baseAddress)
+        self.strippedProperties = strippedProperties
         self.id = special.id
         self.rev = special.rev
         self.deleted = special.deleted
+    }
+
+    /// Splits `properties`, which must be an object whose `_` members are only `_id` (string), `_rev` (string)
+    /// and `_deleted` (boolean), and calls `use` with the result, whose body is valid only during the call.
+    ///
+    /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
+    ///   or nesting deeper than the serializer allows (reported first: the properties are serialized before
+    ///   their `_` members are looked at); `.invalidArgument` for a body over 64 MiB; then what `use` throws.
+    static func with<R>(_ properties: JSON, _ use: (borrowing DocumentInput) throws -> R) throws -> R {
+        try checkObject(properties)
+        // Serialized as given, on the stack unless the text outgrows the serializer's staging buffer; the
+        // serializer tells whether a member name starts with `_` as it writes the names, so the special
+        // members are looked for only then (a pass over the names of every put was ~300 instructions,
+        // callgrind D1).
+        return try JSONSerializer.withText(of: properties, headroom: DocumentBody.headroom) { text, underscore in
+            guard underscore else {
+                try checkSize(text)
+                return try use(DocumentInput(body: text, strippedProperties: nil, special: (nil, nil, false)))
+            }
+            let (special, stripped) = try specialMembers(of: properties)
+            guard let stripped else {
+                try checkSize(text)
+                return try use(DocumentInput(body: text, strippedProperties: nil, special: special))
+            }
+            return try JSONSerializer.withText(of: stripped, headroom: DocumentBody.headroom) { text, _ in
+                try checkSize(text)
+                return try use(DocumentInput(body: text, strippedProperties: stripped, special: special))
+            }
+        }
+    }
+
+    /// Throws unless the body in `buffer` (after the headroom) is within the limit.
+    private static func checkSize(_ buffer: UnsafeMutableRawBufferPointer) throws {
+        let count = buffer.count - DocumentBody.headroom
+        if count > DocumentFile.maximumBodySize {
+            throw SofaError(.invalidArgument, "document body of \(count) bytes; the limit is 64 MiB")
+        }
     }
 
     /// Throws unless `properties` is an object.
@@ -92,14 +129,27 @@ struct DocumentInput: ~Copyable {
 }
 
 extension DocumentFile {
+    /// What ``edit(_:body:rev:deleted:)`` made: the new revision, and the document's revision tree.
+    struct Edit {
+        /// The new revision's ID.
+        let revision: RevisionID
+        /// The document's new sequence.
+        let sequence: UInt64
+        /// Whether the new revision is a deletion.
+        let deleted: Bool
+        /// The document's revision tree, or nil when the new revision is all of it (a new document's first,
+        /// stored without building a tree: ``DocumentFile/saveFirst(_:revision:body:)``).
+        let tree: RevisionTree?
+    }
+
     /// Adds a revision made by this database: a child of `rev` (which must be a leaf), or of the deleted
     /// winner when `rev` is nil and the document is deleted, or a first revision for a new ID.
     /// Must be called inside a batch.
     ///
     /// - Throws: `.conflict` when `rev` is missing, stale or unknown as the rules above say.
     ///
-    /// - Returns: the stored record and the new revision's ID.
-    func edit(_ id: [UInt8], body: [UInt8], rev: String?, deleted: Bool) throws -> (DocumentRecord, RevisionID) {
+    /// - Returns: the new revision, and the tree it is in.
+    func edit(_ id: [UInt8], body: DocumentBody, rev: String?, deleted: Bool) throws -> Edit {
         let parentID: RevisionID?
         if let rev {
             guard let parsed = RevisionID(rev) else {
@@ -115,9 +165,16 @@ extension DocumentFile {
             if parentID != nil {
                 throw SofaError(.conflict, "document \"\(name)\" does not exist; create it without a revision")
             }
-            let first = RevisionID.derived(parent: nil, deleted: false, body: body)
-            let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
-            return (try save(id, tree: tree, storedSequence: nil, storedFlags: 0, isNew: true), first)
+            let first = RevisionID.derivedFirst(deleted: false, body: body)
+            if !body.bytes.isEmpty && body.bytes.count <= inlineBodyLimit {
+                // A new document with an inline body, every document of a bulk load: encoded straight from the
+                // serializer's buffer into the batch, with no tree or body array made.
+                return Edit(revision: first, sequence: try saveFirst(id, revision: first, body: body.bytes),
+                            deleted: false, tree: nil)
+            }
+            let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body.array))
+            let record = try save(id, tree: tree, storedSequence: nil, storedFlags: 0, isNew: true)
+            return Edit(revision: first, sequence: record.sequence, deleted: false, tree: record.tree)
         }
         var tree = record.tree
         let parent: Int
@@ -138,9 +195,10 @@ extension DocumentFile {
             if deleted { throw SofaError(.notFound, "document \"\(name)\" is already deleted") }
             parent = 0
         }
-        let newID = RevisionID.derived(parent: tree.revisions[parent].id, deleted: deleted, body: body)
-        tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body))
-        return (try save(id, tree: tree, storedSequence: stored, storedFlags: flags), newID)
+        let newID = RevisionID.derived(parent: tree.revisions[parent].id, deleted: deleted, body: body.bytes)
+        tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body.array))
+        let saved = try save(id, tree: tree, storedSequence: stored, storedFlags: flags)
+        return Edit(revision: newID, sequence: saved.sequence, deleted: deleted, tree: saved.tree)
     }
 
     /// Inserts a revision with its history as a replicator does (``RevisionTree/insert(history:deleted:body:)``).

@@ -63,8 +63,11 @@ struct DocumentRecord: Sendable, Equatable {
         if tree.revisions.count == 1, tree.revisions[0].isLeaf, tree.revisions[0].parent == nil,
            case .binary(let high, let low) = tree.revisions[0].id.digest,
            case .inline(let body) = tree.revisions[0].body {
-            return appendFirstRevision(generation: tree.revisions[0].id.generation, deleted: tree.revisions[0].deleted,
-                                       high: high, low: low, body: body, into: &out)
+            return body.withUnsafeBytes {
+                DocumentRecord.appendFirstRevision(sequence: sequence, generation: tree.revisions[0].id.generation,
+                                                   deleted: tree.revisions[0].deleted, high: high, low: low,
+                                                   body: $0, into: &out)
+            }
         }
         let size = encodedSize
         // Growing geometrically: `out` may be an overlay's whole buffer, which an exact reserve per record would
@@ -81,10 +84,11 @@ struct DocumentRecord: Sendable, Equatable {
     /// ``encode(into:)`` for a record of one revision with a binary digest and an inline body — a new document's,
     /// every document of a bulk load — sized and stored straight, with the bytes ``unsafeEncode(at:)`` writes
     /// (`DocumentRecordTests` compares the two). The general path's size pass and loop over the revisions were
-    /// ~520 instructions of each put (callgrind, D1).
-    private func appendFirstRevision(generation: UInt64, deleted: Bool, high: UInt64, low: UInt64, body: [UInt8],
-                                     into out: inout [UInt8]) {
-        // One revision: the winner, a leaf without a parent (checked by the caller); no conflict.
+    /// ~520 instructions of each put (callgrind, D1). A put of a new document calls it with the serializer's
+    /// buffer, without a record (``WriteBatch/Changes/appendFirst(_:sequence:revision:body:)``).
+    static func appendFirstRevision(sequence: UInt64, generation: UInt64, deleted: Bool, high: UInt64, low: UInt64,
+                                    body: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        // One revision: the winner, a leaf without a parent; no conflict.
         let revisionFlags = (deleted ? DocumentRecord.revDeleted : 0) | DocumentRecord.revLeaf
             | DocumentRecord.revBinaryDigest | DocumentRecord.bodyKindInline << DocumentRecord.bodyShift
         let size = 3 + varintSize(sequence) + varintSize(generation) + 16 + varintSize(UInt64(body.count)) + body.count
@@ -99,10 +103,8 @@ struct DocumentRecord: Sendable, Equatable {
             at.storeBytes(of: high.bigEndian, as: UInt64.self)
             (at + 8).storeBytes(of: low.bigEndian, as: UInt64.self)
             at = storeVarint(UInt64(body.count), at: at + 16)
-            at = body.withUnsafeBytes { bytes in
-                if bytes.count > 0 { at.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-                return at + bytes.count
-            }
+            if let source = body.baseAddress, body.count > 0 { at.copyMemory(from: source, byteCount: body.count) }
+            at += body.count
             precondition(at == scratch.baseAddress! + size, "a record encoded to other than its size")
             out.appendBytes(UnsafeRawBufferPointer(scratch))
         }

@@ -119,6 +119,11 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// (compact JSON without `_id`/`_rev`, object members in the order given; empty for an empty body), as
     /// FORMAT.md §10.1.3 says. Equal edits of equal revisions on two replicas therefore get equal IDs.
     static func derived(parent: RevisionID?, deleted: Bool, body: [UInt8]) -> RevisionID {
+        body.withUnsafeBytes { derived(parent: parent, deleted: deleted, body: $0) }
+    }
+
+    /// ``derived(parent:deleted:body:)-([UInt8])`` of a body in place.
+    static func derived(parent: RevisionID?, deleted: Bool, body: UnsafeRawBufferPointer) -> RevisionID {
         guard let parent else { return derivedFirst(deleted: deleted, body: body) }
         // One-shot over one contiguous buffer (XXH3's streaming state is ~600 bytes to set up): the prefix, then
         // the body copied after it, on the stack for a usual body.
@@ -144,32 +149,49 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
             // `buffer` holds exactly the prefix, the parent's text and the body, copied in that order.
             let base = buffer.baseAddress!
             withUnsafeBytes(of: prefix) { base.copyMemory(from: $0.baseAddress!, byteCount: prefixCount) }
-            func copy(_ part: [UInt8], to offset: Int) {
-                guard !part.isEmpty else { return }
-                part.withUnsafeBytes { (base + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            func copy(_ part: UnsafeRawBufferPointer, to offset: Int) {
+                guard let source = part.baseAddress, part.count > 0 else { return }
+                (base + offset).copyMemory(from: source, byteCount: part.count)
             }
-            copy(parentText, to: prefixCount)
+            parentText.withUnsafeBytes { copy($0, to: prefixCount) }
             copy(body, to: prefixCount + parentText.count)
             return XXH3_128bits(buffer.baseAddress, total)
         }
         return RevisionID(generation: parent.generation + 1, digest: .binary(high: hash.high64, low: hash.low64))
     }
 
-    /// ``derived(parent:deleted:body:)`` without a parent (a document's first revision, every put of a bulk
-    /// load): the deleted byte, the parent's length 0, then the body, hashed without building the parent's text
-    /// (~120 instructions of each put, callgrind D1).
-    private static func derivedFirst(deleted: Bool, body: [UInt8]) -> RevisionID {
+    /// ``derived(parent:deleted:body:)-([UInt8])`` without a parent (a document's first revision, every put of
+    /// a bulk load): the deleted byte, the parent's length 0, then the body, hashed without building the
+    /// parent's text (~120 instructions of each put, callgrind D1).
+    private static func derivedFirst(deleted: Bool, body: UnsafeRawBufferPointer) -> RevisionID {
         let total = 2 + body.count
         let hash = withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { buffer in
             let base = buffer.baseAddress!
-            base.storeBytes(of: deleted ? 1 : 0, as: UInt8.self)
-            (base + 1).storeBytes(of: 0, as: UInt8.self)  // the parent's text: a varint length of 0
-            body.withUnsafeBytes { bytes in
-                if bytes.count > 0 { (base + 2).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-            }
+            storeFirstPrefix(deleted: deleted, at: base)
+            if let source = body.baseAddress, body.count > 0 { (base + 2).copyMemory(from: source, byteCount: body.count) }
             return XXH3_128bits(base, total)
         }
         return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64))
+    }
+
+    /// A first revision's ID for a put's `body`, hashed where it lies: the two bytes before it in the digest's
+    /// input are stored in the room the serializer left before the text (``DocumentBody``), so the body is not
+    /// copied first. A body without that room is copied, as ``derived(parent:deleted:body:)-([UInt8])`` does.
+    static func derivedFirst(deleted: Bool, body: DocumentBody) -> RevisionID {
+        guard let room = body.prefixRoom else { return derivedFirst(deleted: deleted, body: body.bytes) }
+        // The room is the two bytes just before the text (DocumentInput made them so).
+        assert(body.bytes.count == 0 || UnsafeRawPointer(room + DocumentBody.headroom) == body.bytes.baseAddress)
+        storeFirstPrefix(deleted: deleted, at: room)
+        let hash = XXH3_128bits(room, DocumentBody.headroom + body.bytes.count)
+        return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64))
+    }
+
+    /// Stores the two bytes a first revision's digest input starts with: the deleted flag, and the parent's
+    /// text as a varint length of 0.
+    @inline(__always)
+    private static func storeFirstPrefix(deleted: Bool, at base: UnsafeMutableRawPointer) {
+        base.storeBytes(of: deleted ? 1 : 0, as: UInt8.self)
+        (base + 1).storeBytes(of: 0, as: UInt8.self)
     }
 
     // MARK: - Stored form (FORMAT.md §10.1, "Revisions")

@@ -73,6 +73,24 @@ extension WriteBatch {
                                  storedSequence: state.storedSequence, storedFlags: state.storedFlags))
         }
 
+        /// Adds new document `id` at `sequence`, after every document here: a record of one revision,
+        /// `revision` (generation 1, binary digest), with `body` inline — what ``append(_:_:)`` adds for a
+        /// ``RevisionTree/init(first:deleted:body:)`` tree, encoded without one.
+        mutating func appendFirst(_ id: [UInt8], sequence: UInt64, revision: RevisionID,
+                                  body: UnsafeRawBufferPointer) {
+            guard case .binary(let high, let low) = revision.digest else {
+                preconditionFailure("a first revision made here has a binary digest")
+            }
+            let idStart = bytes.count
+            bytes.append(contentsOf: id)
+            let recordStart = bytes.count
+            DocumentRecord.appendFirstRevision(sequence: sequence, generation: revision.generation, deleted: false,
+                                               high: high, low: low, body: body, into: &bytes)
+            entries.append(Entry(idStart: idStart, idCount: id.count, recordStart: recordStart,
+                                 recordCount: bytes.count - recordStart, sequence: sequence,
+                                 storedSequence: nil, storedFlags: 0))
+        }
+
         /// Replaces the state of the document at `i`: its record over the old one's bytes when it fits there,
         /// else appended.
         ///

@@ -527,17 +527,34 @@ final class WriteBatch {
     ///   overlay has not changed since: it is appended without being searched for again, and without a
     ///   comparison when that lookup found it above every ID (``lastMissAboveAll``).
     func setPending(_ id: [UInt8], _ state: Pending, absent: Bool = false) {
+        if !absent, let i = position(of: id) {
+            overlayVersion &+= 1
+            pendingBytes += changes.replace(at: i, with: state)
+            return
+        }
+        prepareToAppend(id, checkedAbsent: absent)
+        changes.append(id, state)
+    }
+
+    /// Adds new document `id` at `sequence` with first revision `revision` and inline `body`, as
+    /// ``setPending(_:_:absent:)`` with `absent` would add its record (``Changes/appendFirst(_:sequence:revision:body:)``).
+    /// The caller has just looked `id` up and not found it, and the overlay has not changed since.
+    func addFirst(_ id: [UInt8], sequence: UInt64, revision: RevisionID, body: UnsafeRawBufferPointer) {
+        prepareToAppend(id, checkedAbsent: true)
+        changes.appendFirst(id, sequence: sequence, revision: revision, body: body)
+    }
+
+    /// Readies the overlay for document `id`, which is not in it, to be appended: keeps ``changesAreSorted``,
+    /// ``overlayAboveTrees`` and ``index`` right for the append, and counts it in ``pendingBytes``.
+    /// `checkedAbsent` as ``setPending(_:_:absent:)``'s `absent`.
+    @inline(__always)
+    private func prepareToAppend(_ id: [UInt8], checkedAbsent: Bool) {
         overlayVersion &+= 1
-        if absent && lastMissAboveAll {
+        pendingBytes += id.count + 64
+        if checkedAbsent && lastMissAboveAll {
             // In order, and above the trees: the overlay stays sorted, and above them if it was or is empty.
             lastMissAboveAll = false
             if changes.isEmpty { overlayAboveTrees = true }
-            changes.append(id, state)
-            pendingBytes += id.count + 64
-            return
-        }
-        if !absent, let i = position(of: id) {
-            pendingBytes += changes.replace(at: i, with: state)
             return
         }
         overlayAboveTrees = false
@@ -548,8 +565,17 @@ final class WriteBatch {
             for i in changes.indices { index[DocumentKey(changes.id(at: i))] = i }
         }
         if !changesAreSorted { index[DocumentKey(id)] = changes.count }
-        changes.append(id, state)
-        pendingBytes += id.count + 64
+    }
+
+    /// Hands the overlay to the flush thread once it holds a chunk, or flushes it once it is large (a batch
+    /// that reads its trees): after each save.
+    @inline(__always)
+    func writeAheadIfDue() throws {
+        if pendingCount >= WriteBatch.pipelineChunk && !readsTrees {
+            try handOff()
+        } else if pendingCount >= WriteBatch.flushThreshold || pendingBytes >= WriteBatch.flushBytes {
+            try flush()
+        }
     }
 
     /// The trees' changes for an overlay, each collected into one buffer (no array per change, which cost an
@@ -742,12 +768,22 @@ extension DocumentFile {
         batch.setPending(id, WriteBatch.Pending(record: record, storedSequence: storedSequence,
                                                 storedFlags: storedFlags), absent: isNew)
         if case .inline(let bytes) = tree.winner.body { batch.pendingBytes += bytes.count }
-        if batch.pendingCount >= WriteBatch.pipelineChunk && !batch.readsTrees {
-            try batch.handOff()
-        } else if batch.pendingCount >= WriteBatch.flushThreshold || batch.pendingBytes >= WriteBatch.flushBytes {
-            try batch.flush()
-        }
+        try batch.writeAheadIfDue()
         return record
+    }
+
+    /// Saves the first revision of new document `id`, `revision` with inline `body`, as ``save(_:tree:storedSequence:storedFlags:isNew:)``
+    /// saves a ``RevisionTree/init(first:deleted:body:)`` tree, without building the tree or its record: a put
+    /// of a new document, every put of a bulk load. `id` has just been looked up and not found.
+    ///
+    /// - Returns: the document's sequence.
+    func saveFirst(_ id: [UInt8], revision: RevisionID, body: UnsafeRawBufferPointer) throws -> UInt64 {
+        guard let batch else { preconditionFailure("save outside a batch") }
+        batch.lastSequence += 1
+        batch.addFirst(id, sequence: batch.lastSequence, revision: revision, body: body)
+        batch.pendingBytes += body.count
+        try batch.writeAheadIfDue()
+        return batch.lastSequence
     }
 
     /// Stores a body: empty, inline, or appended as a compressed value chunk.

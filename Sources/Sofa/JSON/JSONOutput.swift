@@ -28,6 +28,9 @@ struct JSONOutput: ~Copyable {
         cursor = start
     }
 
+    /// Bytes staged and not yet flushed.
+    var stagedCount: Int { cursor - start }
+
     /// Moves the staged bytes to `destination`.
     mutating func flush() {
         guard cursor > start else { return }

@@ -105,6 +105,39 @@ enum JSONSerializer {
         }
     }
 
+    /// Serializes `root` and calls `body` with its text, `headroom` bytes into the buffer `body` gets: the
+    /// bytes before the text are the caller's to fill (a put stores its digest's prefix there and hashes the
+    /// body where it lies). Text that fits the staging buffer is handed over where the serializer staged it, on
+    /// the stack, so no array is made for it (a put's body array cost an allocation, a copy and a free: ~450
+    /// instructions of D1's put, callgrind); longer text goes through an array, headroom first.
+    ///
+    /// - Parameters:
+    ///   - headroom: bytes before the text in the buffer `body` gets; at most 64.
+    ///   - body: called once with the headroom and the text (valid only during the call), and whether `root`
+    ///     is an object with a member whose name starts with `_` (as ``write(_:into:strict:)`` returns it).
+    /// - Throws: the serializer's errors (strict mode), before `body` is called; and what `body` throws.
+    static func withText<R>(of root: JSON, headroom: Int,
+                            _ body: (_ buffer: UnsafeMutableRawBufferPointer, _ underscoreMember: Bool) throws -> R)
+        throws -> R {
+        precondition(headroom >= 0 && headroom <= 64, "headroom of \(headroom) bytes")
+        // The headroom comes out of the staging buffer: a buffer over 1 KiB would be allocated on the heap.
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONOutput.stagingCapacity) { staging in
+            var output = JSONOutput(staging: UnsafeMutableBufferPointer(rebasing: staging[headroom...]))
+            try write(root, depth: 0, to: &output, strict: true)
+            let underscore = output.underscoreMember
+            if output.destination.isEmpty {
+                // All of it staged: the text follows the headroom in place.
+                let count = headroom + output.stagedCount
+                return try body(UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(staging)[..<count]),
+                                underscore)
+            }
+            output.flush()
+            var text = [UInt8](repeating: 0, count: headroom)
+            text.append(contentsOf: output.destination)
+            return try text.withUnsafeMutableBytes { try body($0, underscore) }
+        }
+    }
+
     /// Writes `value`, which lies inside `depth` arrays and objects. Items and keys are read in place through
     /// their arrays' buffers, and no `OpenContainer` is built (the explicit stack's containers and the copies of
     /// items read from them were ~20 % of the serializer's instructions, callgrind); each item is still

@@ -177,6 +177,67 @@ import Testing
         expectSound(db)
     }
 
+    /// A new document's put is encoded straight from the serializer's buffer (``DocumentFile/saveFirst(_:revision:body:)``),
+    /// which is on the stack up to ~1 KiB of body and an array past it, inline up to the inline limit and a value
+    /// chunk past that. At every size around those edges, and with special members taken out, the revision ID is
+    /// the one the general derivation gives the stored body, the document reads back equal to what the put
+    /// returned, with one revision and no conflicts, and updating it works.
+    @Test func aNewDocumentsPutMatchesTheGeneralPathAtEveryBodySize() throws {
+        let dir = TemporaryDatabaseDirectory()
+        let db = try Database(path: dir.database(), options: testOptions())
+        // `{"t":"…"}` is 8 bytes around the text.
+        let sizes = [2, 9, 200] + Array(1_010...1_036) + [1_100, 5_000]
+        var cases: [(id: String, properties: JSON, body: JSON)] = []
+        for size in sizes {
+            let body: JSON = size == 2 ? [:] : ["t": .string(String(repeating: "x", count: size - 8))]
+            #expect(try body.serializedBytes().count == size)
+            cases.append(("plain-\(size)", body, body))
+            if case .object(var members) = body {
+                members["_id"] = .string("special-\(size)")
+                cases.append(("special-\(size)", .object(members), body))
+            }
+        }
+        for batched in [false, true] {
+            var returned: [String: Document] = [:]
+            let prefix = batched ? "batch-" : "single-"
+            let write = {
+                for c in cases {
+                    // The special member names the ID; the plain case passes it.
+                    let id = prefix + c.id
+                    var properties = c.properties
+                    if case .object(var members) = properties, members["_id"] != nil {
+                        members["_id"] = .string(id)
+                        properties = .object(members)
+                        returned[id] = try db.put(properties)
+                    } else {
+                        returned[id] = try db.put(properties, id: id)
+                    }
+                }
+            }
+            if batched { try db.inBatch(write) } else { try write() }
+            for c in cases {
+                let id = prefix + c.id
+                let doc = try #require(returned[id])
+                let stored = try c.body.serializedBytes()
+                let expected = RevisionID.derived(parent: nil, deleted: false, body: stored == Array("{}".utf8) ? [] : stored)
+                #expect(doc.revisionID == expected.description, "\(id)")
+                #expect(doc.userProperties == c.body && doc.conflictingRevisions.isEmpty, "\(id)")
+                #expect(doc.revisionHistory == [doc.revisionID], "\(id)")
+                #expect(try db.document(id: id) == doc, "\(id) reads back as the put returned it")
+            }
+            // An update of each: its parent is the revision the put stored.
+            try db.inBatch {
+                for c in cases {
+                    let id = prefix + c.id
+                    let updated = try db.put(["u": 1], id: id, rev: returned[id]!.revisionID)
+                    #expect(updated.revisionHistory == [updated.revisionID, returned[id]!.revisionID], "\(id)")
+                }
+            }
+        }
+        #expect(db.documentCount == 2 * cases.count)
+        expectSound(db)
+    }
+
     @Test func readOnlyAndClosedDatabases() throws {
         let dir = TemporaryDatabaseDirectory()
         expectSofaError(.notFound, "missing read-only") {
