@@ -38,9 +38,9 @@ final class WriteBatch {
     /// A document's state as the batch sees it: its record, and its sequence and flags in the working trees.
     typealias Current = (record: DocumentRecord, storedSequence: UInt64?, storedFlags: UInt8)
 
-    /// A chunk of the overlay being applied to the working trees on another thread. Until ``done`` is waited
+    /// A chunk of the overlay being applied to the working trees on another thread. Until ``completion`` is waited
     /// for, only that thread touches its trees, edges and `error`; the writer reads them after the wait.
-    final class FlushJob: @unchecked Sendable {
+    final class FlushJob: FlushWorkerJob, @unchecked Sendable {
         /// Handed back to the writer when it joins the job (``takeChanges()``): its next overlay reuses their
         /// storage.
         private(set) var changes: Changes
@@ -58,7 +58,8 @@ final class WriteBatch {
         /// The largest ID in the by-ID tree once the job is applied: the larger of the tree's before and the
         /// job's own largest (a flush only puts by-ID entries).
         let largestID: [UInt8]?
-        let done = DispatchGroup()
+        /// Whether the job is done, for the writer joining it.
+        let completion = JobCompletion()
 
         init(changes: Changes, sorted: Bool, logged: [LogEntry], byID: BTree, bySequence: BTree, edges: OpenEdges?,
              appends: Bool, largestID: [UInt8]?) {
@@ -168,6 +169,8 @@ final class WriteBatch {
     private var largestID: (root: UInt64, key: [UInt8])?
     /// The chunk being applied on the flush thread, if any.
     private var inFlight: FlushJob?
+    /// The flush thread chunks are handed to (``handOff()``); closed at commit (``closeWorker()``).
+    private let worker = FlushWorker()
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
     /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
@@ -201,7 +204,7 @@ final class WriteBatch {
     /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
     /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
     /// flight, but the batches of different databases run at once.
-    private static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
+    static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     /// - Parameter changes: empty storage for the overlay, kept from an earlier batch (``takeStorage()``); passed
     ///   as its only reference, so the overlay appends into it instead of copying it.
@@ -305,12 +308,22 @@ final class WriteBatch {
                                 lastSequence: lastSequence)
     }
 
+    /// Lets the flush thread go (``FlushWorker/close()``): the batch hands off no more chunks. The commit calls it
+    /// once it joined the last, so that a thread spinning for another does not hold a core through the commit.
+    func closeWorker() {
+        worker.close()
+    }
+
+    deinit {
+        worker.close()  // a batch rolled back, or one that failed
+    }
+
     /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure,
     /// and the chunk's overlay storage, emptied, as ``spare`` for the next hand-off's overlay. Afterwards the
     /// writer owns the working trees and the storage file's writer state again.
     func join() {
         guard let job = inFlight else { return }
-        job.done.wait()
+        job.completion.wait(spinning: worker.spinning)
         inFlight = nil
         defer {
             // (After the trees and edges are taken: this drops the job's reference to the edges.)
@@ -388,7 +401,7 @@ final class WriteBatch {
         inFlight = job
         chunksHandedOff += 1
         if appends { chunksAppended += 1 }
-        WriteBatch.queue.async(group: job.done) { job.run() }
+        worker.submit(job)
     }
 
     /// Tree actions encoded ahead of a flush, and the ``overlayVersion`` they were encoded from.
@@ -672,6 +685,7 @@ extension DocumentFile {
         guard let b = batch else { return nil }
         let encoded = b.encodedAheadOfFlush()  // while the last chunk may still be applied
         b.join()  // the storage file is the writer's again before anything below touches it
+        b.closeWorker()
         batch = nil
         defer { spareChanges = b.takeStorage() }
         guard b.lastSequence != b.startSequence else {
