@@ -4,17 +4,30 @@
 /// entry would overflow it; its own entry then goes to the level above, which a full top level creates.
 struct InnerLevels {
     /// Each level's open node. The top level's entries are the root's children.
-    private var levels: [[ChildEntry]] = []
-    /// Each open node's entry bytes (the sum of ``NodeWriter/innerEntrySize(_:)``).
+    private var levels: [[InnerEntry]] = []
+    /// Each open node's entry bytes (the sum of ``InnerEntry/encodedSize`` over them).
     private var sizes: [Int] = []
+    /// The nodes a resumed edge's entries are kept in (``InnerEntry/kept(_:_:)`` does not retain them): alive
+    /// as long as the levels are.
+    private var edge: [Node] = []
 
     /// No levels yet: the first leaf pushed starts level 0.
     init() {}
 
-    /// Levels holding `entries`, level 0's first (a tree's right edge, each node's entries but the last).
-    init(resuming entries: [[ChildEntry]]) {
-        levels = entries
-        sizes = entries.map { $0.reduce(0) { $0 + NodeWriter.innerEntrySize($1) } }
+    /// Levels holding a tree's right edge: `edge` is its inner nodes, level 0's first, and each level holds its
+    /// node's entries but the last (the child the appender rewrites). The entries stay in the nodes' bytes, to
+    /// be copied as they are when the level is written (a resumed edge decoded into keys and pointers, each its
+    /// own arrays, then encoded again and freed, was ~40 % of a pipelined batch's commit-time edge writes,
+    /// callgrind D1); a node whose key lengths are not in their shortest form (an older build's) is decoded.
+    init(resuming edge: [Node]) {
+        self.edge = edge
+        levels = edge.map { node in
+            (0..<(node.count - 1)).map { i in
+                node.hasShortestKeyLengths ? .kept(unretained: node, i)
+                    : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i)))
+            }
+        }
+        sizes = levels.map { $0.reduce(0) { $0 + $1.encodedSize } }
     }
 
     /// Adds `entry` to the open node of `level`, first writing that node when the entry would overflow it.
@@ -30,7 +43,7 @@ struct InnerLevels {
             sizes[level] = 0
             try push(written, level: level + 1, nodes: &nodes)
         }
-        levels[level].append(entry)
+        levels[level].append(.written(entry))
         sizes[level] += size
     }
 
@@ -41,9 +54,16 @@ struct InnerLevels {
         while level < levels.count {
             if level == levels.count - 1 {
                 let top = levels[level]
-                levels = []
-                sizes = []
-                return top.count == 1 ? top[0].pointer : try nodes.writeInner(top[...]).pointer
+                defer {
+                    levels = []
+                    sizes = []
+                    edge = []
+                }
+                guard top.count == 1 else { return try nodes.writeInner(top[...]).pointer }
+                switch top[0] {
+                case .written(let only): return only.pointer
+                case .kept(let node, let i): return node._withUnsafeGuaranteedRef { $0.child(i) }
+                }
             }
             if !levels[level].isEmpty {
                 let written = try nodes.writeInner(levels[level][...])

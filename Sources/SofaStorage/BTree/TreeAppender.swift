@@ -76,9 +76,7 @@ package final class TreeAppender {
         }
         guard edge.count == height else { throw tree.misplacedLeaf(at: offset) }
         // Each edge node's entries but the last, which points to the edge node below: that one is rewritten.
-        levels = InnerLevels(resuming: edge.reversed().map { parent in
-            (0..<(parent.count - 1)).map { ChildEntry(key: Array(parent.key($0)), pointer: parent.child($0)) }
-        })
+        levels = InnerLevels(resuming: edge.reversed())
         for i in 0..<node.count { appendToLeaf(key: node.key(i), value: node.value(i)) }
     }
 
