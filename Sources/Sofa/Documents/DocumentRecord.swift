@@ -86,15 +86,21 @@ struct DocumentRecord: Sendable, Equatable {
     /// (`DocumentRecordTests` compares the two). The general path's size pass and loop over the revisions were
     /// ~520 instructions of each put (callgrind, D1). A put of a new document calls it with the serializer's
     /// buffer, without a record (``WriteBatch/Changes/appendFirst(_:sequence:revision:body:)``).
+    ///
+    /// - Parameter prefix: bytes appended just before the record, in the same copy (an overlay's document ID).
     static func appendFirstRevision(sequence: UInt64, generation: UInt64, deleted: Bool, high: UInt64, low: UInt64,
-                                    body: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+                                    body: UnsafeRawBufferPointer, after prefix: UnsafeRawBufferPointer = .init(start: nil, count: 0),
+                                    into out: inout [UInt8]) {
         // One revision: the winner, a leaf without a parent; no conflict.
         let revisionFlags = (deleted ? DocumentRecord.revDeleted : 0) | DocumentRecord.revLeaf
             | DocumentRecord.revBinaryDigest | DocumentRecord.bodyKindInline << DocumentRecord.bodyShift
-        let size = 3 + varintSize(sequence) + varintSize(generation) + 16 + varintSize(UInt64(body.count)) + body.count
+        let size = prefix.count + 3 + varintSize(sequence) + varintSize(generation) + 16
+            + varintSize(UInt64(body.count)) + body.count
         out.reserveGrowing(out.count + size)
         withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { scratch in
             var at = scratch.baseAddress!
+            if let source = prefix.baseAddress, prefix.count > 0 { at.copyMemory(from: source, byteCount: prefix.count) }
+            at += prefix.count
             at.storeBytes(of: deleted ? DocumentRecord.flagDeleted : 0, as: UInt8.self)
             at = storeVarint(sequence, at: at + 1)
             at.storeBytes(of: 1, as: UInt8.self)  // the revision count

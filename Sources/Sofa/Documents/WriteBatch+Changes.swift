@@ -82,10 +82,12 @@ extension WriteBatch {
                 preconditionFailure("a first revision made here has a binary digest")
             }
             let idStart = bytes.count
-            bytes.append(contentsOf: id)
-            let recordStart = bytes.count
-            DocumentRecord.appendFirstRevision(sequence: sequence, generation: revision.generation, deleted: false,
-                                               high: high, low: low, body: body, into: &bytes)
+            let recordStart = idStart + id.count
+            // The ID and the record in one copy (an append of the ID of its own was ~100 instructions, callgrind D1).
+            id.withUnsafeBytes {
+                DocumentRecord.appendFirstRevision(sequence: sequence, generation: revision.generation, deleted: false,
+                                                   high: high, low: low, body: body, after: $0, into: &bytes)
+            }
             entries.append(Entry(idStart: idStart, idCount: id.count, recordStart: recordStart,
                                  recordCount: bytes.count - recordStart, sequence: sequence,
                                  storedSequence: nil, storedFlags: 0))
