@@ -98,7 +98,7 @@ extension Database {
     /// Other threads see the database as of the last commit until the batch commits (and their writes wait);
     /// inside the batch, this thread's reads see the batch's writes. A nested `inBatch` joins the outer batch.
     ///
-    /// A batch of more than 256 writes applies them to the trees on a second thread, in chunks, while `body`
+    /// A batch of more than 256 writes may apply them to the trees on a second thread, in chunks, while `body`
     /// goes on; between chunks that thread spins (yielding its CPU to any thread that wants it) for up to 2 ms
     /// rather than sleeping, so a batch of many puts keeps about two cores busy until it commits.
     ///
