@@ -23,6 +23,7 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     private struct State {
         var pathOf: [Int32: String] = [:]
         var files: [String: FileState] = [:]
+        var syncs = 0
     }
 
     private let base = PosixSystemCalls()
@@ -33,6 +34,8 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     /// When false, `fsync`/`fdatasync` still run but the power fails before the disk acknowledges them: the
     /// writes stay unsynced, for ``crashImage(of:sector:keep:)`` to choose which of them survive.
     var syncsReachDisk = true
+    /// `fsync`/`fdatasync` calls made so far, on any thread.
+    var syncCount: Int { state.withLock { $0.syncs } }
 
     func open(_ path: String, flags: Int32, mode: mode_t) throws(SystemCallFailure) -> Int32 {
         let fd = try base.open(path, flags: flags, mode: mode)
@@ -98,6 +101,7 @@ final class PowerLossSimulator: SystemCalls, @unchecked Sendable {
     }
 
     private func sync(_ fd: Int32) {
+        state.withLock { $0.syncs += 1 }
         guard syncsReachDisk else { return }
         state.withLock { s in
             guard let path = s.pathOf[fd], var file = s.files[path] else { return }
