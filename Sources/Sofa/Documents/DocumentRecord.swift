@@ -98,6 +98,8 @@ struct DocumentRecord: Sendable, Equatable {
             + varintSize(UInt64(body.count)) + body.count
         out.reserveGrowing(out.count + size)
         withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { scratch in
+            // Unchecked stores: `size` counts every byte stored below, field by field, and the precondition after
+            // them checks that the stores ended exactly at `size`, so none went past `scratch`.
             var at = scratch.baseAddress!
             if let source = prefix.baseAddress, prefix.count > 0 { at.copyMemory(from: source, byteCount: prefix.count) }
             at += prefix.count

@@ -40,6 +40,10 @@ extension Array where Element == UInt8 {
 
 /// Stores `value` as an unsigned LEB128 varint at `p` (``varintSize(_:)`` bytes must be free there) and returns
 /// the position after it: `appendVarint` for encoders that write into memory sized in advance.
+///
+/// `@inlinable`, as ``varintSize(_:)`` and `appendBytes` are: the record encoders of the `Sofa` module call them
+/// per field, and a call across the module boundary cost more than the work (~250 instructions per put together,
+/// callgrind D1, BENCHMARKS.md §3, "D1, thirteenth round").
 @inlinable @inline(__always)
 package func storeVarint(_ value: UInt64, at p: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
     var v = value

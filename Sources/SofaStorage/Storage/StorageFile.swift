@@ -154,7 +154,8 @@ public final class StorageFile: @unchecked Sendable {
 
     /// The most data a one-sync commit may have; larger commits sync their data before the header, so that
     /// opening never reads more than this to check the newest commit (FORMAT.md §11). 1 MiB: a batch of 1,000
-    /// documents (~125 KiB) syncs once, not twice (BENCHMARKS.md §3, "D1, eighth round").
+    /// documents (~125 KiB when this was set, ~117 KiB since) syncs once, not twice (BENCHMARKS.md §3, "D1, eighth
+    /// round").
     package static let oneSyncLimit = 1 << 20
 
     /// The least data since the last commit that ``flushAppendedStartingWriteback()`` starts writing back, and
@@ -167,7 +168,10 @@ public final class StorageFile: @unchecked Sendable {
     /// on session 15's VM a sync costs ~100 µs plus ~0.7 µs per KiB written, so below ~150 KiB the commit's
     /// single sync writes the bytes for less than a flush costs. At batches of 1,000 documents (~117 KiB),
     /// syncing only at the commit made D1's batches ~5 % faster than syncing after every chunk (B/A 1.02–1.07,
-    /// batches assigned at random within one process; BENCHMARKS.md §3, "D1, thirteenth round").
+    /// batches assigned at random within one process; BENCHMARKS.md §3, "D1, thirteenth round"). The limit sits
+    /// above that break-even rather than at it: the early sync also makes the commit wait for it, and only
+    /// batches clearly larger than one flush's worth gain from overlapping their writes with the puts; 256 KiB
+    /// was not tuned further (no batch size between 150 and 256 KiB was measured).
     package static let earlySyncMinimum = 256 << 10
 
     /// The zero tail ``flushAppendedStartingSync(minimum:)`` keeps ahead of the data written: when less is left, it

@@ -163,9 +163,12 @@ import Testing
     @Test func idBytesOfOnePutAreNotOverwrittenByTheNext() throws {
         let dir = TemporaryDatabaseDirectory()
         let db = try Database(path: dir.database(), options: testOptions())
-        let first = db.documents.idBytes("first")
-        let second = db.documents.idBytes("second-id")
-        #expect(first == Array("first".utf8) && second == Array("second-id".utf8))
+        // Under the write lock, as a put calls it (the buffer is the writer's).
+        try db.inBatch {
+            let first = db.documents.idBytes("first")
+            let second = db.documents.idBytes("second-id")
+            #expect(first == Array("first".utf8) && second == Array("second-id".utf8))
+        }
         let ids = (0..<300).map { "doc-\(($0 * 7919) % 300)" }  // every ID once, out of order
         try db.inBatch {
             var created: [String: Document] = [:]
