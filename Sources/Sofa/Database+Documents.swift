@@ -30,7 +30,7 @@ extension Database {
     ///   thread while puts go on): after any storage error the batch can only fail.
     @discardableResult
     public func put(_ properties: JSON, id: String? = nil, rev: String? = nil) throws -> Document {
-        try DocumentInput.with(properties) { input in
+        try DocumentInput.withUnsafeInput(properties) { input in
             let docID = try Database.resolve(id, input.id, what: "_id") ?? DocumentID.generate()
             try DocumentID.check(docID)
             let parent = try Database.resolve(rev, input.rev, what: "_rev")
@@ -83,7 +83,7 @@ extension Database {
     @discardableResult
     public func forceInsert(_ properties: JSON, id: String, revisionHistory: [String],
                             deleted: Bool = false) throws -> Bool {
-        try DocumentInput.with(properties) { input in
+        try DocumentInput.withUnsafeInput(properties) { input in
             let idBytes = try DocumentID.validated(id)
             let history = try DocumentFile.parseHistory(revisionHistory)
             return try write {

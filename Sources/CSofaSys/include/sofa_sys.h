@@ -19,4 +19,8 @@ static inline void sofa_prefetch(const void *address) {
 #endif
 }
 
+/// The CPUs this process may run on (its affinity mask; at least 1): what a choice between spinning and
+/// sleeping needs, rather than the CPUs online, which a container's or `taskset`'s limit does not change.
+int sofa_cpus_allowed(void);
+
 #endif

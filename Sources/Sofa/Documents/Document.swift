@@ -24,7 +24,8 @@ public struct Document: Sendable, Equatable {
     private let storedTree: RevisionTree?
     let index: Int
 
-    /// The document's revision tree.
+    /// The document's revision tree. One built on demand (``revision`` alone) holds no body (`.empty`): a
+    /// `Document` carries its body as ``userProperties``, and comparisons of trees ignore bodies.
     var tree: RevisionTree { storedTree ?? RevisionTree(first: revision, deleted: isDeleted, body: .empty) }
 
     var conflicts: [RevisionID] {

@@ -9,9 +9,9 @@ extension SofaError.Code {
 /// A put's body: its compact JSON text, with room before it for the two bytes that precede a first
 /// revision's body in the digest's input (FORMAT.md §10.1.3), so the body is hashed where it lies.
 ///
-/// Valid only inside the ``DocumentInput/with(_:_:)`` call that made it: the text is usually the serializer's
-/// stack buffer.
-struct DocumentBody {
+/// Valid only inside the ``DocumentInput/withUnsafeInput(_:_:)`` call that made it: the text is usually the
+/// serializer's stack buffer.
+struct UnsafeDocumentBody {
     /// Bytes before the text that ``prefixRoom`` points at.
     static let headroom = 2
 
@@ -21,7 +21,9 @@ struct DocumentBody {
     let prefixRoom: UnsafeMutableRawPointer?
 
     /// No body, as a deletion has.
-    static var empty: DocumentBody { DocumentBody(bytes: UnsafeRawBufferPointer(start: nil, count: 0), prefixRoom: nil) }
+    static var empty: UnsafeDocumentBody {
+        UnsafeDocumentBody(bytes: UnsafeRawBufferPointer(start: nil, count: 0), prefixRoom: nil)
+    }
 
     /// The bytes as an array, for the paths that keep the body (a record's inline body, a value chunk).
     var array: [UInt8] { Array(bytes) }
@@ -33,7 +35,7 @@ struct DocumentBody {
 /// temporary and copied it out (four retains, then four releases: ~340 instructions per put, callgrind D1).
 struct DocumentInput: ~Copyable {
     /// Compact JSON of the members not starting with `_`, in the order given; empty for an empty object.
-    let body: DocumentBody
+    let body: UnsafeDocumentBody
     /// The properties without their special members, when they had any; nil when the properties as given are
     /// the body (most documents), so that no copy of them is made here.
     let strippedProperties: JSON?
@@ -44,8 +46,8 @@ struct DocumentInput: ~Copyable {
     private init(body: UnsafeMutableRawBufferPointer, strippedProperties: JSON?,
                  special: (id: String?, rev: String?, deleted: Bool)) {
         // "{}": an empty body is stored as none.
-        let text = UnsafeRawBufferPointer(rebasing: body[DocumentBody.headroom...])
-        self.body = text.count == 2 ? .empty : DocumentBody(bytes: text, prefixRoom: body.baseAddress)
+        let text = UnsafeRawBufferPointer(rebasing: body[UnsafeDocumentBody.headroom...])
+        self.body = text.count == 2 ? .empty : UnsafeDocumentBody(bytes: text, prefixRoom: body.baseAddress)
         self.strippedProperties = strippedProperties
         self.id = special.id
         self.rev = special.rev
@@ -58,13 +60,14 @@ struct DocumentInput: ~Copyable {
     /// - Throws: `.invalidArgument` for a non-object or another `_` member; `.invalidValue` for NaN, infinity
     ///   or nesting deeper than the serializer allows (reported first: the properties are serialized before
     ///   their `_` members are looked at); `.invalidArgument` for a body over 64 MiB; then what `use` throws.
-    static func with<R>(_ properties: JSON, _ use: (borrowing DocumentInput) throws -> R) throws -> R {
+    static func withUnsafeInput<R>(_ properties: JSON, _ use: (borrowing DocumentInput) throws -> R) throws -> R {
         try checkObject(properties)
         // Serialized as given, on the stack unless the text outgrows the serializer's staging buffer; the
         // serializer tells whether a member name starts with `_` as it writes the names, so the special
         // members are looked for only then (a pass over the names of every put was ~300 instructions,
         // callgrind D1).
-        return try JSONSerializer.withText(of: properties, headroom: DocumentBody.headroom) { text, underscore in
+        let headroom = UnsafeDocumentBody.headroom
+        return try JSONSerializer.withUnsafeText(of: properties, headroom: headroom) { text, underscore in
             guard underscore else {
                 try checkSize(text)
                 return try use(DocumentInput(body: text, strippedProperties: nil, special: (nil, nil, false)))
@@ -74,7 +77,7 @@ struct DocumentInput: ~Copyable {
                 try checkSize(text)
                 return try use(DocumentInput(body: text, strippedProperties: nil, special: special))
             }
-            return try JSONSerializer.withText(of: stripped, headroom: DocumentBody.headroom) { text, _ in
+            return try JSONSerializer.withUnsafeText(of: stripped, headroom: headroom) { text, _ in
                 try checkSize(text)
                 return try use(DocumentInput(body: text, strippedProperties: stripped, special: special))
             }
@@ -83,7 +86,7 @@ struct DocumentInput: ~Copyable {
 
     /// Throws unless the body in `buffer` (after the headroom) is within the limit.
     private static func checkSize(_ buffer: UnsafeMutableRawBufferPointer) throws {
-        let count = buffer.count - DocumentBody.headroom
+        let count = buffer.count - UnsafeDocumentBody.headroom
         if count > DocumentFile.maximumBodySize {
             throw SofaError(.invalidArgument, "document body of \(count) bytes; the limit is 64 MiB")
         }
@@ -148,8 +151,9 @@ extension DocumentFile {
     ///
     /// - Throws: `.conflict` when `rev` is missing, stale or unknown as the rules above say.
     ///
-    /// - Returns: the new revision, and the tree it is in.
-    func edit(_ id: [UInt8], body: DocumentBody, rev: String?, deleted: Bool) throws -> Edit {
+    /// - Returns: the new revision, and the tree it is in — nil when the revision is the whole tree (a new
+    ///   document's first with an inline body, saved without building one).
+    func edit(_ id: [UInt8], body: UnsafeDocumentBody, rev: String?, deleted: Bool) throws -> Edit {
         let parentID: RevisionID?
         if let rev {
             guard let parsed = RevisionID(rev) else {
@@ -172,7 +176,7 @@ extension DocumentFile {
                 return Edit(revision: first, sequence: try saveFirst(id, revision: first, body: body.bytes),
                             deleted: false, tree: nil)
             }
-            let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body.array))
+            let tree = RevisionTree(first: first, deleted: false, body: try storeBody(body))
             let record = try save(id, tree: tree, storedSequence: nil, storedFlags: 0, isNew: true)
             return Edit(revision: first, sequence: record.sequence, deleted: false, tree: record.tree)
         }
@@ -196,7 +200,7 @@ extension DocumentFile {
             parent = 0
         }
         let newID = RevisionID.derived(parent: tree.revisions[parent].id, deleted: deleted, body: body.bytes)
-        tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body.array))
+        tree.addChild(of: parent, id: newID, deleted: deleted, body: try storeBody(body))
         let saved = try save(id, tree: tree, storedSequence: stored, storedFlags: flags)
         return Edit(revision: newID, sequence: saved.sequence, deleted: deleted, tree: saved.tree)
     }

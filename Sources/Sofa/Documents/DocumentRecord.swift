@@ -89,7 +89,8 @@ struct DocumentRecord: Sendable, Equatable {
     ///
     /// - Parameter prefix: bytes appended just before the record, in the same copy (an overlay's document ID).
     static func appendFirstRevision(sequence: UInt64, generation: UInt64, deleted: Bool, high: UInt64, low: UInt64,
-                                    body: UnsafeRawBufferPointer, after prefix: UnsafeRawBufferPointer = .init(start: nil, count: 0),
+                                    body: UnsafeRawBufferPointer,
+                                    after prefix: UnsafeRawBufferPointer = .init(start: nil, count: 0),
                                     into out: inout [UInt8]) {
         // One revision: the winner, a leaf without a parent; no conflict.
         let revisionFlags = (deleted ? DocumentRecord.revDeleted : 0) | DocumentRecord.revLeaf
@@ -101,7 +102,9 @@ struct DocumentRecord: Sendable, Equatable {
             // Unchecked stores: `size` counts every byte stored below, field by field, and the precondition after
             // them checks that the stores ended exactly at `size`, so none went past `scratch`.
             var at = scratch.baseAddress!
-            if let source = prefix.baseAddress, prefix.count > 0 { at.copyMemory(from: source, byteCount: prefix.count) }
+            if let source = prefix.baseAddress, prefix.count > 0 {
+                at.copyMemory(from: source, byteCount: prefix.count)
+            }
             at += prefix.count
             at.storeBytes(of: deleted ? DocumentRecord.flagDeleted : 0, as: UInt8.self)
             at = storeVarint(sequence, at: at + 1)

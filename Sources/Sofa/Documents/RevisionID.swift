@@ -168,21 +168,23 @@ struct RevisionID: Sendable, Hashable, Comparable, CustomStringConvertible {
         let hash = withUnsafeTemporaryAllocation(byteCount: total, alignment: 8) { buffer in
             let base = buffer.baseAddress!
             storeFirstPrefix(deleted: deleted, at: base)
-            if let source = body.baseAddress, body.count > 0 { (base + 2).copyMemory(from: source, byteCount: body.count) }
+            if let source = body.baseAddress, body.count > 0 {
+                (base + 2).copyMemory(from: source, byteCount: body.count)
+            }
             return XXH3_128bits(base, total)
         }
         return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64))
     }
 
     /// A first revision's ID for a put's `body`, hashed where it lies: the two bytes before it in the digest's
-    /// input are stored in the room the serializer left before the text (``DocumentBody``), so the body is not
+    /// input are stored in the room the serializer left before the text (``UnsafeDocumentBody``), so the body is not
     /// copied first. A body without that room is copied, as ``derived(parent:deleted:body:)-([UInt8])`` does.
-    static func derivedFirst(deleted: Bool, body: DocumentBody) -> RevisionID {
+    static func derivedFirst(deleted: Bool, body: UnsafeDocumentBody) -> RevisionID {
         guard let room = body.prefixRoom else { return derivedFirst(deleted: deleted, body: body.bytes) }
         // The room is the two bytes just before the text (DocumentInput made them so).
-        assert(body.bytes.count == 0 || UnsafeRawPointer(room + DocumentBody.headroom) == body.bytes.baseAddress)
+        assert(body.bytes.count == 0 || UnsafeRawPointer(room + UnsafeDocumentBody.headroom) == body.bytes.baseAddress)
         storeFirstPrefix(deleted: deleted, at: room)
-        let hash = XXH3_128bits(room, DocumentBody.headroom + body.bytes.count)
+        let hash = XXH3_128bits(room, UnsafeDocumentBody.headroom + body.bytes.count)
         return RevisionID(generation: 1, digest: .binary(high: hash.high64, low: hash.low64))
     }
 

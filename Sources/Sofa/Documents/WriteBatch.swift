@@ -169,8 +169,9 @@ final class WriteBatch {
     private var largestID: (root: UInt64, key: [UInt8])?
     /// The chunk being applied on the flush thread, if any.
     private var inFlight: FlushJob?
-    /// The flush thread chunks are handed to (``handOff()``); closed at commit (``closeWorker()``).
-    private let worker = FlushWorker()
+    /// The flush thread chunks are handed to (``handOff()``), made at the first hand-off (a batch of a few
+    /// documents never makes one); closed at commit (``closeWorker()``) or once the batch reads its trees.
+    private var worker: FlushWorker?
     /// Whether a chunk failed on the flush thread: its documents left the overlay and never reached the trees.
     private var chunkLost = false
     /// Whether an edit inside the batch had to consult the trees (an ID not above every stored one): a batch
@@ -201,10 +202,6 @@ final class WriteBatch {
     /// (``DocumentFile/startNodeCacheFill()``): serial, so fills queue behind each other instead of taking a
     /// thread each.
     static let fillQueue = DispatchQueue(label: "sofa.cache-fill", qos: .utility)
-    /// Where chunks are applied: a queue of its own, so that a writer waiting for its chunk never waits for
-    /// threads of the global pool its caller may be holding. Concurrent: each batch has at most one chunk in
-    /// flight, but the batches of different databases run at once.
-    static let queue = DispatchQueue(label: "sofa.batch-flush", qos: .userInitiated, attributes: .concurrent)
 
     /// - Parameter changes: empty storage for the overlay, kept from an earlier batch (``takeStorage()``); passed
     ///   as its only reference, so the overlay appends into it instead of copying it.
@@ -265,8 +262,12 @@ final class WriteBatch {
                 lastMissAboveAll = aboveLast
                 return nil
             }
-            // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit.
-            if forEdit { readsTrees = true }
+            // Reads of the trees would wait for every chunk in flight: such a batch is flushed at commit. It hands
+            // off no more chunks, so the flush thread need not wait for one (the chunk in flight was joined above).
+            if forEdit && !readsTrees {
+                readsTrees = true
+                closeWorker()
+            }
             guard let r = try snapshot(storage: byID.file).record(id) else { return nil }
             return (r, r.sequence, r.documentFlags)
         } catch {
@@ -311,11 +312,12 @@ final class WriteBatch {
     /// Lets the flush thread go (``FlushWorker/close()``): the batch hands off no more chunks. The commit calls it
     /// once it joined the last, so that a thread spinning for another does not hold a core through the commit.
     func closeWorker() {
-        worker.close()
+        assert(inFlight == nil, "the flush worker closed with a chunk in flight")
+        worker?.close()
     }
 
     deinit {
-        worker.close()  // a batch rolled back, or one that failed
+        worker?.close()  // a batch rolled back, or one that failed
     }
 
     /// Waits for the chunk in flight, if any, and takes the trees it made, or its error as the batch's failure,
@@ -323,7 +325,7 @@ final class WriteBatch {
     /// writer owns the working trees and the storage file's writer state again.
     func join() {
         guard let job = inFlight else { return }
-        job.completion.wait(spinning: worker.spinning)
+        job.completion.wait(spinning: worker?.spinning ?? false)
         inFlight = nil
         defer {
             // (After the trees and edges are taken: this drops the job's reference to the edges.)
@@ -401,7 +403,8 @@ final class WriteBatch {
         inFlight = job
         chunksHandedOff += 1
         if appends { chunksAppended += 1 }
-        worker.submit(job)
+        if worker == nil { worker = FlushWorker() }
+        worker!.submit(job)
     }
 
     /// Tree actions encoded ahead of a flush, and the ``overlayVersion`` they were encoded from.
@@ -550,7 +553,8 @@ final class WriteBatch {
     }
 
     /// Adds new document `id` at `sequence` with first revision `revision` and inline `body`, as
-    /// ``setPending(_:_:absent:)`` with `absent` would add its record (``Changes/appendFirst(_:sequence:revision:body:)``).
+    /// ``setPending(_:_:absent:)`` with `absent` would add its record
+    /// (``Changes/appendFirst(_:sequence:revision:body:)``).
     /// The caller has just looked `id` up and not found it, and the overlay has not changed since.
     func addFirst(_ id: [UInt8], sequence: UInt64, revision: RevisionID, body: UnsafeRawBufferPointer) {
         prepareToAppend(id, checkedAbsent: true)
@@ -786,9 +790,10 @@ extension DocumentFile {
         return record
     }
 
-    /// Saves the first revision of new document `id`, `revision` with inline `body`, as ``save(_:tree:storedSequence:storedFlags:isNew:)``
-    /// saves a ``RevisionTree/init(first:deleted:body:)`` tree, without building the tree or its record: a put
-    /// of a new document, every put of a bulk load. `id` has just been looked up and not found.
+    /// Saves the first revision of new document `id`, `revision` with inline `body`, as
+    /// ``save(_:tree:storedSequence:storedFlags:isNew:)`` saves a ``RevisionTree/init(first:deleted:body:)``
+    /// tree, without building the tree or its record: a put of a new document, every put of a bulk load. `id`
+    /// has just been looked up and not found.
     ///
     /// - Returns: the document's sequence.
     func saveFirst(_ id: [UInt8], revision: RevisionID, body: UnsafeRawBufferPointer) throws -> UInt64 {
@@ -804,11 +809,22 @@ extension DocumentFile {
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
         if bytes.count <= inlineBodyLimit { return .inline(bytes) }
+        return try bytes.withUnsafeBytes { try storeChunk($0) }
+    }
+
+    /// ``storeBody(_:)-([UInt8])`` of a put's body in place: an array is made only for an inline body (a chunk's
+    /// is compressed from the serializer's bytes, so a large body is not copied once more).
+    func storeBody(_ body: UnsafeDocumentBody) throws -> StoredBody {
+        if body.bytes.isEmpty { return .empty }
+        if body.bytes.count <= inlineBodyLimit { return .inline(body.array) }
+        return try storeChunk(body.bytes)
+    }
+
+    /// Appends `bytes` as a compressed value chunk.
+    private func storeChunk(_ bytes: UnsafeRawBufferPointer) throws -> StoredBody {
         batch?.join()  // the flush thread appends too: one writer at a time
         do {
-            let (offset, _) = try bytes.withUnsafeBytes {
-                try storage.append(kind: .value, payload: $0, compress: true)
-            }
+            let (offset, _) = try storage.append(kind: .value, payload: bytes, compress: true)
             return .chunk(offset: offset)
         } catch {
             batch?.failure = error

@@ -21,6 +21,9 @@ struct JSONOutput: ~Copyable {
     var destination: [UInt8] = []
     /// Whether the value written is an object with a member whose name starts with `_` (set by the serializer).
     var underscoreMember = false
+    /// Zero bytes the first flush puts in an empty ``destination`` before the text
+    /// (``JSONSerializer/withUnsafeText(of:headroom:_:)``'s headroom); 0 for every other use.
+    var destinationHeadroom = 0
 
     init(staging: UnsafeMutableBufferPointer<UInt8>) {
         start = staging.baseAddress!
@@ -33,6 +36,11 @@ struct JSONOutput: ~Copyable {
 
     /// Moves the staged bytes to `destination`.
     mutating func flush() {
+        // (Before the guard: a long run appended straight to `destination` after a flush of nothing follows it.)
+        if destinationHeadroom > 0 {
+            destination.append(contentsOf: repeatElement(0, count: destinationHeadroom))
+            destinationHeadroom = 0
+        }
         guard cursor > start else { return }
         destination.append(contentsOf: UnsafeBufferPointer(start: start, count: cursor - start))
         cursor = start

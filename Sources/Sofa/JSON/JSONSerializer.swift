@@ -116,25 +116,26 @@ enum JSONSerializer {
     ///   - body: called once with the headroom and the text (valid only during the call), and whether `root`
     ///     is an object with a member whose name starts with `_` (as ``write(_:into:strict:)`` returns it).
     /// - Throws: the serializer's errors (strict mode), before `body` is called; and what `body` throws.
-    static func withText<R>(of root: JSON, headroom: Int,
-                            _ body: (_ buffer: UnsafeMutableRawBufferPointer, _ underscoreMember: Bool) throws -> R)
-        throws -> R {
+    static func withUnsafeText<R>(
+        of root: JSON, headroom: Int,
+        _ body: (_ buffer: UnsafeMutableRawBufferPointer, _ underscoreMember: Bool) throws -> R
+    ) throws -> R {
         precondition(headroom >= 0 && headroom <= 64, "headroom of \(headroom) bytes")
         // The headroom comes out of the staging buffer: a buffer over 1 KiB would be allocated on the heap.
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONOutput.stagingCapacity) { staging in
             var output = JSONOutput(staging: UnsafeMutableBufferPointer(rebasing: staging[headroom...]))
+            // Should the text outgrow the staging buffer, its array starts with the headroom: no copy later.
+            output.destinationHeadroom = headroom
             try write(root, depth: 0, to: &output, strict: true)
             let underscore = output.underscoreMember
             if output.destination.isEmpty {
                 // All of it staged: the text follows the headroom in place.
                 let count = headroom + output.stagedCount
-                return try body(UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(staging)[..<count]),
-                                underscore)
+                let staged = UnsafeMutableRawBufferPointer(staging)
+                return try body(UnsafeMutableRawBufferPointer(rebasing: staged[..<count]), underscore)
             }
             output.flush()
-            var text = [UInt8](repeating: 0, count: headroom)
-            text.append(contentsOf: output.destination)
-            return try text.withUnsafeMutableBytes { try body($0, underscore) }
+            return try output.destination.withUnsafeMutableBytes { try body($0, underscore) }
         }
     }
 

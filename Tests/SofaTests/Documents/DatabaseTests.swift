@@ -180,7 +180,8 @@ import Testing
         expectSound(db)
     }
 
-    /// A new document's put is encoded straight from the serializer's buffer (``DocumentFile/saveFirst(_:revision:body:)``),
+    /// A new document's put is encoded straight from the serializer's buffer
+    /// (``DocumentFile/saveFirst(_:revision:body:)``),
     /// which is on the stack up to ~1 KiB of body and an array past it, inline up to the inline limit and a value
     /// chunk past that. At every size around those edges, and with special members taken out, the revision ID is
     /// the one the general derivation gives the stored body, the document reads back equal to what the put
@@ -222,7 +223,8 @@ import Testing
                 let id = prefix + c.id
                 let doc = try #require(returned[id])
                 let stored = try c.body.serializedBytes()
-                let expected = RevisionID.derived(parent: nil, deleted: false, body: stored == Array("{}".utf8) ? [] : stored)
+                let expected = RevisionID.derived(parent: nil, deleted: false,
+                                                  body: stored == Array("{}".utf8) ? [] : stored)
                 #expect(doc.revisionID == expected.description, "\(id)")
                 #expect(doc.userProperties == c.body && doc.conflictingRevisions.isEmpty, "\(id)")
                 #expect(doc.revisionHistory == [doc.revisionID], "\(id)")

@@ -19,25 +19,30 @@ import Testing
         #expect(try value.serialized() == #"["red",{},1.5]"#)
     }
 
-    /// `withText` hands over the text staged on the stack when it fits, through an array when it does not, after
-    /// headroom that is the caller's: the same bytes as `serializedBytes` on both sides of the staging buffer's
-    /// size, with the underscore flag, and the headroom writable without touching the text.
-    @Test func withTextGivesTheSameBytesAfterItsHeadroom() throws {
+    /// `withUnsafeText` hands over the text staged on the stack when it fits, through an array when it does not,
+    /// after headroom that is the caller's: the same bytes as `serializedBytes` on both sides of the staging
+    /// buffer's size, with the underscore flag, and the headroom writable without touching the text.
+    @Test func withUnsafeTextGivesTheSameBytesAfterItsHeadroom() throws {
         for headroom in [0, 2, 64] {
-            for count in [0, 1, 1_000, 1_024 - headroom - 3, 1_024 - headroom - 2, 1_024 - headroom - 1, 1_024, 5_000] {
-                let value: JSON = ["s": .string(String(repeating: "é", count: count / 2) + String(repeating: "a", count: count % 2)),
-                                   "_x": 1]
+            // The text is the string's `count` bytes and 15 more; the staging buffer holds 1,024 − headroom, less
+            // the room a string's check reserves past it: every count from well inside to past the edge.
+            let edge = 1_024 - headroom - 15
+            for count in [0, 1, 1_000, 5_000] + Array((edge - 24)...(edge + 2)) {
+                let text = String(repeating: "é", count: count / 2) + String(repeating: "a", count: count % 2)
+                let value: JSON = ["s": .string(text), "_x": 1]
                 let expected = try value.serializedBytes()
-                let underscore = try JSONSerializer.withText(of: value, headroom: headroom) { buffer, underscore in
+                let underscore = try JSONSerializer.withUnsafeText(of: value, headroom: headroom) { buffer, flag in
                     for i in 0..<headroom { buffer[i] = 0xEE }
                     #expect(Array(buffer[headroom...]) == expected, "headroom \(headroom), \(count)")
-                    return underscore
+                    return flag
                 }
                 #expect(underscore, "a top-level member starting with _")
             }
         }
-        #expect(try !JSONSerializer.withText(of: ["a": ["_b": 1]], headroom: 2) { $1 }, "only the top level counts")
-        #expect(throws: SofaError.self) { try JSONSerializer.withText(of: [.number(.nan)], headroom: 2) { _, _ in } }
+        #expect(try !JSONSerializer.withUnsafeText(of: ["a": ["_b": 1]], headroom: 2) { $1 }, "only the top level")
+        #expect(throws: SofaError.self) {
+            try JSONSerializer.withUnsafeText(of: [.number(.nan)], headroom: 2) { _, _ in }
+        }
     }
 
     @Test func wholeNumbersPrintWithoutAFraction() throws {
