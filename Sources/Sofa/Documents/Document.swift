@@ -85,24 +85,26 @@ public struct Document: Sendable, Equatable {
     /// The document at revision `index` of `record`, whose body is `body`.
     init(id: String, record: DocumentRecord, index: Int, body: JSON) {
         let r = record.tree.revisions[index]
-        self.id = id
-        self.sequence = record.sequence
-        self.isDeleted = r.deleted
-        self.userProperties = body
-        self.revision = r.id
-        self.storedTree = record.tree
-        self.index = index
+        self.init(id: id, sequence: record.sequence, revision: r.id, deleted: r.deleted, tree: record.tree,
+                  index: index, body: body)
     }
 
     /// The document as `edit` left it, whose body is `body`.
     init(id: String, edit: DocumentFile.Edit, body: JSON) {
+        self.init(id: id, sequence: edit.sequence, revision: edit.revision, deleted: edit.deleted, tree: edit.tree,
+                  index: edit.tree.map { $0.index(of: edit.revision)! } ?? 0, body: body)
+    }
+
+    /// Every field given (`tree` nil when `revision` is the whole tree; `index` is then 0).
+    private init(id: String, sequence: UInt64, revision: RevisionID, deleted: Bool, tree: RevisionTree?, index: Int,
+                 body: JSON) {
         self.id = id
-        self.sequence = edit.sequence
-        self.isDeleted = edit.deleted
+        self.sequence = sequence
+        self.isDeleted = deleted
         self.userProperties = body
-        self.revision = edit.revision
-        self.storedTree = edit.tree
-        self.index = edit.tree.map { $0.index(of: edit.revision)! } ?? 0
+        self.revision = revision
+        self.storedTree = tree
+        self.index = index
     }
 }
 
