@@ -14,7 +14,7 @@ import Glibc
 /// writer waits for a chunk it joins the same way. So the thread that ran a chunk stays (it *lingers*) for up to
 /// `lingerLimit` (2 ms), watching `state` for the next; the writer hands a chunk to a lingering thread with one
 /// atomic exchange, and only starts a thread (on ``queue``) when none lingers. The commit closes the
-/// worker (``close()``), and the lingering thread leaves at once. A batch of 1,000 documents (four chunks) took
+/// worker (``close()``), and the lingering thread leaves at once. A batch of 1,000 documents (three hand-offs) took
 /// 3.5–7 % less time so (BENCHMARKS.md §3, "D1, fourteenth round").
 ///
 /// Spinning is a loop of `sched_yield` (``relax()``), not of the CPU's `pause`: a thread that holds its CPU
