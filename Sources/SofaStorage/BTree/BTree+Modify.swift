@@ -193,7 +193,6 @@ extension BTree {
         if !fromPrepared { try forEachTouchedChild(node, actions, range) { touched.append(($0, $1)) } }
         var children: [InnerEntry] = []
         children.reserveCapacity(node.count + 2)
-        let keepsBytes = node.hasShortestKeyLengths
         var i = 0, t = 0
         while i <= node.count {
             var c = node.count
@@ -213,8 +212,7 @@ extension BTree {
                 t += 1
             }
             while i < c {
-                children.append(keepsBytes ? .kept(unretained: node, i)
-                                    : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i))))
+                children.append(.entry(i, of: node))
                 i += 1
             }
             if c < node.count && fromPrepared {

@@ -21,12 +21,7 @@ struct InnerLevels {
     /// callgrind D1); a node whose key lengths are not in their shortest form (an older build's) is decoded.
     init(resuming edge: [Node]) {
         self.edge = edge
-        levels = edge.map { node in
-            (0..<(node.count - 1)).map { i in
-                node.hasShortestKeyLengths ? .kept(unretained: node, i)
-                    : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i)))
-            }
-        }
+        levels = edge.map { node in (0..<(node.count - 1)).map { .entry($0, of: node) } }
         sizes = levels.map { $0.reduce(0) { $0 + $1.encodedSize } }
     }
 

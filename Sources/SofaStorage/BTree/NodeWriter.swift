@@ -20,6 +20,14 @@ package enum InnerEntry {
     /// Entry `i` of `node`, which the caller keeps alive while the entry is used.
     static func kept(unretained node: Node, _ i: Int) -> InnerEntry { .kept(Unmanaged.passUnretained(node), i) }
 
+    /// Entry `i` of `node`, which the caller keeps alive while the entry is used: kept in the node's bytes when
+    /// its key lengths are in their shortest form (what lets the bytes be copied as they are), else decoded into
+    /// a key and a pointer (a node an older build wrote).
+    static func entry(_ i: Int, of node: Node) -> InnerEntry {
+        node.hasShortestKeyLengths ? .kept(unretained: node, i)
+            : .written(ChildEntry(key: Array(node.key(i)), pointer: node.child(i)))
+    }
+
     /// Bytes the entry takes in a node payload.
     var encodedSize: Int {
         switch self {
