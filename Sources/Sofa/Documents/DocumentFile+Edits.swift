@@ -43,10 +43,17 @@ struct DocumentInput: ~Copyable {
     let rev: String?
     let deleted: Bool
 
+    /// The input whose body is `body` after its headroom (``JSONSerializer/withUnsafeText(of:headroom:_:)``'s
+    /// buffer).
+    ///
+    /// - Throws: `.invalidArgument` for a body over 64 MiB.
     private init(body: UnsafeMutableRawBufferPointer, strippedProperties: JSON?,
-                 special: (id: String?, rev: String?, deleted: Bool)) {
-        // "{}": an empty body is stored as none.
+                 special: (id: String?, rev: String?, deleted: Bool)) throws {
         let text = UnsafeRawBufferPointer(rebasing: body[UnsafeDocumentBody.headroom...])
+        if text.count > DocumentFile.maximumBodySize {
+            throw SofaError(.invalidArgument, "document body of \(text.count) bytes; the limit is 64 MiB")
+        }
+        // "{}": an empty body is stored as none.
         self.body = text.count == 2 ? .empty : UnsafeDocumentBody(bytes: text, prefixRoom: body.baseAddress)
         self.strippedProperties = strippedProperties
         self.id = special.id
@@ -69,26 +76,15 @@ struct DocumentInput: ~Copyable {
         let headroom = UnsafeDocumentBody.headroom
         return try JSONSerializer.withUnsafeText(of: properties, headroom: headroom) { text, underscore in
             guard underscore else {
-                try checkSize(text)
                 return try use(DocumentInput(body: text, strippedProperties: nil, special: (nil, nil, false)))
             }
             let (special, stripped) = try specialMembers(of: properties)
             guard let stripped else {
-                try checkSize(text)
                 return try use(DocumentInput(body: text, strippedProperties: nil, special: special))
             }
             return try JSONSerializer.withUnsafeText(of: stripped, headroom: headroom) { text, _ in
-                try checkSize(text)
-                return try use(DocumentInput(body: text, strippedProperties: stripped, special: special))
+                try use(DocumentInput(body: text, strippedProperties: stripped, special: special))
             }
-        }
-    }
-
-    /// Throws unless the body in `buffer` (after the headroom) is within the limit.
-    private static func checkSize(_ buffer: UnsafeMutableRawBufferPointer) throws {
-        let count = buffer.count - UnsafeDocumentBody.headroom
-        if count > DocumentFile.maximumBodySize {
-            throw SofaError(.invalidArgument, "document body of \(count) bytes; the limit is 64 MiB")
         }
     }
 
@@ -170,7 +166,7 @@ extension DocumentFile {
                 throw SofaError(.conflict, "document \"\(name)\" does not exist; create it without a revision")
             }
             let first = RevisionID.derivedFirst(deleted: false, body: body)
-            if !body.bytes.isEmpty && body.bytes.count <= inlineBodyLimit {
+            if storesInline(body.bytes.count) {
                 // A new document with an inline body, every document of a bulk load: encoded straight from the
                 // serializer's buffer into the batch, with no tree or body array made.
                 return Edit(revision: first, sequence: try saveFirst(id, revision: first, body: body.bytes),

@@ -805,10 +805,16 @@ extension DocumentFile {
         return batch.lastSequence
     }
 
+    /// Whether a body of `count` bytes is kept inline in its by-ID entry (``storeBody(_:)-([UInt8])``): a
+    /// non-empty one up to ``inlineBodyLimit``.
+    func storesInline(_ count: Int) -> Bool {
+        count > 0 && count <= inlineBodyLimit
+    }
+
     /// Stores a body: empty, inline, or appended as a compressed value chunk.
     func storeBody(_ bytes: [UInt8]) throws -> StoredBody {
         if bytes.isEmpty { return .empty }
-        if bytes.count <= inlineBodyLimit { return .inline(bytes) }
+        if storesInline(bytes.count) { return .inline(bytes) }
         return try bytes.withUnsafeBytes { try storeChunk($0) }
     }
 
@@ -816,7 +822,7 @@ extension DocumentFile {
     /// is compressed from the serializer's bytes, so a large body is not copied once more).
     func storeBody(_ body: UnsafeDocumentBody) throws -> StoredBody {
         if body.bytes.isEmpty { return .empty }
-        if body.bytes.count <= inlineBodyLimit { return .inline(body.array) }
+        if storesInline(body.bytes.count) { return .inline(body.array) }
         return try storeChunk(body.bytes)
     }
 

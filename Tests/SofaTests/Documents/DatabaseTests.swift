@@ -152,6 +152,12 @@ import Testing
             try db.forceInsert(["a": 1], id: "f", revisionHistory: [])
         }
         expectSofaError(.invalidArgument, "negative limit") { try db.changes(limit: -1) }
+        // A body over 64 MiB, with and without a special member taken out of it.
+        let huge = String(repeating: "x", count: DocumentFile.maximumBodySize)
+        expectSofaError(.invalidArgument, "body over 64 MiB") { try db.put(["s": .string(huge)], id: "big") }
+        expectSofaError(.invalidArgument, "stripped body over 64 MiB") {
+            try db.put(["_id": "big", "s": .string(huge)])
+        }
         #expect(try db.document(id: "a") == db.document(id: "a") && db.document(id: "a")?.revisionID == v2.revisionID)
         #expect(db.documentCount == 2 && db.lastSequence == 3, "failed writes assign no sequence")
         expectSound(db)
